@@ -1,0 +1,20 @@
+"""nbgrader configuration of the course: solutions/ is the source, notebooks/ the student versions.
+
+Every nbgrader command of the course reads it (`--config autograder/nbgrader_config.py`); a throw-away
+or class course directory loads it too and then points the directories at its own folders.
+"""
+
+from pathlib import Path
+
+c = get_config()  # noqa: F821 (provided by nbgrader when it reads this file)
+
+c.CourseDirectory.root = str(Path(__file__).resolve().parent.parent)
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "notebooks"
+
+# Assignments are the numbered folders of solutions/; generating one registers it in the gradebook.
+c.GenerateAssignment.create_assignment = True
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+
+# A cell that runs longer than this fails instead of stalling a whole grading run.
+c.ExecutePreprocessor.timeout = 120

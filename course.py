@@ -1,0 +1,126 @@
+"""The course's commands. Each sets up the environment first (.venv, from requirements.txt) when needed.
+
+    python3.11 course.py lab        set up, then open the course in JupyterLab
+    python3.11 course.py check      set up, then run every check of the course (what CI runs)
+    python3.11 course.py generate   regenerate notebooks/ from solutions/ (for maintainers)
+
+Only the standard library is used before the environment exists.
+"""
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent
+VENV = REPO / ".venv"
+INSTALL_INPUTS = (REPO / "requirements.txt", REPO / "pyproject.toml")
+INSTALL_STAMP = VENV / "course-install.sha256"  # what the environment was last installed from
+FIRST_NOTEBOOK = "notebooks/01_self_attention_averaging/01_self_attention_averaging.ipynb"
+
+
+def venv_python() -> Path:
+    return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def install_fingerprint() -> str:
+    return hashlib.sha256(b"".join(path.read_bytes() for path in INSTALL_INPUTS)).hexdigest()
+
+
+def set_up() -> None:
+    """Create .venv and install the pinned requirements, unless it is already installed from them."""
+    if sys.version_info[:2] != (3, 11):
+        sys.exit(
+            f"The course needs Python 3.11; this is {sys.version.split()[0]}. "
+            "Install Python 3.11 and run: python3.11 course.py ..."
+        )
+    if not venv_python().exists():
+        print(f"Creating the course environment in {VENV.name}/ ...", flush=True)
+        venv.create(VENV, with_pip=True)
+    fingerprint = install_fingerprint()
+    if INSTALL_STAMP.exists() and INSTALL_STAMP.read_text() == fingerprint:
+        return
+    print("Installing the course's requirements (the first time takes a few minutes) ...", flush=True)
+    pip = [str(venv_python()), "-m", "pip", "install", "--disable-pip-version-check"]
+    subprocess.run([*pip, "--quiet", "-r", "requirements.txt"], cwd=REPO, check=True)
+    INSTALL_STAMP.write_text(fingerprint)
+
+
+def in_course_environment() -> bool:
+    return Path(sys.prefix).resolve() == VENV.resolve()
+
+
+def run(*command: str) -> int:
+    print(f"\n$ {' '.join(command)}", flush=True)
+    return subprocess.run(command, cwd=REPO, env=environment()).returncode
+
+
+def environment() -> dict[str, str]:
+    """This environment's programs first on PATH (nbgrader starts some by name)."""
+    return {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
+
+
+def lab(extra_args: list[str]) -> int:
+    return run(
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        f"--ServerApp.root_dir={REPO}",
+        f"--LabApp.default_url=/lab/tree/{FIRST_NOTEBOOK}",
+        *extra_args,
+    )
+
+
+def check(extra_args: list[str]) -> int:
+    """Lint, then every test: the helper package, the pipeline, grading, and every solution notebook run
+    top to bottom in a fresh kernel (nbval, lax: a cell fails only when it raises)."""
+    failures = 0
+    failures += run(sys.executable, "-m", "ruff", "check", ".") != 0
+    failures += (
+        run(
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests",
+            "solutions",
+            "--nbval-lax",
+            "--nbval-cell-timeout=120",
+            "-n",
+            "auto",
+            "--dist",
+            "loadfile",
+            *extra_args,
+        )
+        != 0
+    )
+    print("\nAll checks passed." if not failures else f"\n{failures} of 2 check steps failed (see above).")
+    return 1 if failures else 0
+
+
+def generate(extra_args: list[str]) -> int:
+    from autograder import pipeline  # needs the environment's nbgrader
+
+    pipeline.generate()
+    print(f"Regenerated notebooks/ from solutions/ ({len(pipeline.assignments())} assignments).")
+    return 0
+
+
+COMMANDS = {"lab": lab, "check": check, "generate": generate}
+
+
+def main() -> int:
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
+        print(__doc__)
+        return 2
+    if not in_course_environment():
+        set_up()
+        return subprocess.run([str(venv_python()), __file__, *sys.argv[1:]], cwd=REPO).returncode
+    command, extra_args = COMMANDS[sys.argv[1]], sys.argv[2:]
+    return command(extra_args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

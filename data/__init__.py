@@ -1,0 +1,4 @@
+"""Data sets of the course, generated deterministically by code (nothing is downloaded).
+
+Installed as ``transformer_course.data``.
+"""

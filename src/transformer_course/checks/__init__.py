@@ -1,0 +1,113 @@
+"""Checks of the learners' functions, one module per notebook (``nb01``, ``nb02``, ...).
+
+A check either prints one line saying what passed or raises :class:`CheckFailed` with a message that
+names the mistake in a learner's words. The shared pieces below keep those messages uniform.
+"""
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator, Sequence
+
+import torch
+
+
+class CheckFailed(AssertionError):
+    """A check found a mistake; the message says which one and how to look for it."""
+
+
+def learner_facing(check: Callable) -> Callable:
+    """Show a failing check as its message, not as a traceback through the check's own code.
+
+    A crash inside the learner's function stays attached as the cause, since its traceback is theirs.
+    """
+
+    @functools.wraps(check)
+    def run(*args, **kwargs):
+        try:
+            return check(*args, **kwargs)
+        except CheckFailed as failure:
+            raise CheckFailed(str(failure)) from failure.__cause__
+
+    return run
+
+
+def shape_of(tensor: torch.Tensor) -> str:
+    """A shape as a learner writes it: (2, 3, 5)."""
+    return str(tuple(tensor.shape)).replace(",)", ")")
+
+
+def call_learner(function: Callable, *args, call: str, **kwargs):
+    """Call a learner's function; turn a crash into a message that names the call and the error."""
+    try:
+        return function(*args, **kwargs)
+    except NotImplementedError:
+        raise CheckFailed(
+            f"{function.__name__} is not implemented yet: replace `raise NotImplementedError()` with your code."
+        ) from None
+    except Exception as error:
+        raise CheckFailed(f"{call} raised {type(error).__name__}: {error}") from error
+
+
+def expect_tensor(result, name: str, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+    """Fail unless ``result`` is a tensor of the given shape and dtype."""
+    if not isinstance(result, torch.Tensor):
+        raise CheckFailed(f"{name} must return a torch.Tensor, got {type(result).__name__}.")
+    if tuple(result.shape) != tuple(shape):
+        expected = str(tuple(shape)).replace(",)", ")")
+        raise CheckFailed(f"{name} returned the wrong shape: expected {expected}, got {shape_of(result)}.")
+    if result.dtype != dtype:
+        raise CheckFailed(
+            f"{name} returned dtype {result.dtype} for {dtype} inputs; keep the dtype of the input "
+            "(avoid creating new tensors with a fixed dtype)."
+        )
+    return result
+
+
+def expect_close(actual: torch.Tensor, expected: torch.Tensor, what: str, atol: float = 1e-5) -> None:
+    """Fail unless the values agree to float32 precision; say where they differ most."""
+    if not torch.isfinite(actual).all():
+        raise CheckFailed(f"{what}: your result contains nan or inf where the expected values are finite.")
+    difference = (actual - expected).abs()
+    if difference.max() > atol + 1e-5 * expected.abs().max():
+        where = tuple(int(i) for i in torch.unravel_index(difference.argmax(), difference.shape))
+        raise CheckFailed(
+            f"{what}: values differ from the expected ones by up to {difference.max().item():.3g} "
+            f"(at index {where}: expected {expected[where].item():.6g}, got {actual[where].item():.6g})."
+        )
+
+
+def expect_unchanged(before: torch.Tensor, after: torch.Tensor, name: str) -> None:
+    """Fail if a learner's function changed its input tensor in place."""
+    if not torch.equal(before, after):
+        raise CheckFailed(
+            f"{name} changed its input tensor in place (for example with `-=`); compute a new tensor "
+            "instead, so that the caller's data stay as they were."
+        )
+
+
+def seeded_randn(*shape: int, seed: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Standard normal values from a private generator, so checks neither use nor disturb the global seed."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=generator, dtype=dtype)
+
+
+@contextlib.contextmanager
+def earlier_exercises_replaced(function: Callable, **reference_parts: Callable) -> Iterator[None]:
+    """Let ``function`` call correct versions of earlier exercises while it is checked.
+
+    A learner's function finds the other exercises by name in the notebook's namespace. Swapping them for
+    reference parts (PyTorch operations, never answers) grades each exercise on its own, so one mistake
+    is not counted twice. The learner's versions are restored afterwards.
+    """
+    namespace = function.__globals__
+    replaced = {name: namespace[name] for name in reference_parts if name in namespace}
+    namespace.update({name: reference_parts[name] for name in replaced})
+    try:
+        yield
+    finally:
+        namespace.update(replaced)
+
+
+def passed(name: str, what: str) -> None:
+    """Report a check that passed."""
+    print(f"✔ {name}: {what}")

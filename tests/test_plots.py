@@ -1,0 +1,23 @@
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from transformer_course.plots import attention_heatmap  # noqa: E402
+
+
+def test_heatmap_labels_rows_as_queries_and_columns_as_keys():
+    weights = torch.softmax(torch.randn(3, 4), dim=-1)
+    ax = attention_heatmap(weights, ["a", "b", "c"], ["w", "x", "y", "z"])
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["w", "x", "y", "z"]
+    assert len(ax.texts) == 12
+    plt.close(ax.figure)
+
+
+def test_heatmap_rejects_labels_that_do_not_match_the_weights():
+    with pytest.raises(ValueError, match=r"expected weights of shape \(2, 2\)"):
+        attention_heatmap(torch.eye(3), ["a", "b"], ["a", "b"])

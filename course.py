@@ -3,6 +3,7 @@
     python3.11 course.py lab        set up, then open the course in JupyterLab
     python3.11 course.py check      set up, then run every check of the course (what CI runs)
     python3.11 course.py generate   regenerate notebooks/ from solutions/ (for maintainers)
+    python3.11 course.py new-class DIR   create an nbgrader course directory for a class (for instructors)
 
 Only the standard library is used before the environment exists.
 """
@@ -63,15 +64,10 @@ def environment() -> dict[str, str]:
 
 
 def lab(extra_args: list[str]) -> int:
-    return run(
-        sys.executable,
-        "-m",
-        "jupyter",
-        "lab",
-        f"--ServerApp.root_dir={REPO}",
-        f"--LabApp.default_url=/lab/tree/{FIRST_NOTEBOOK}",
-        *extra_args,
-    )
+    # Containers and CI machines often run as root, which Jupyter refuses unless told.
+    as_root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
+    server = [f"--ServerApp.root_dir={REPO}", f"--LabApp.default_url=/lab/tree/{FIRST_NOTEBOOK}", *as_root]
+    return run(sys.executable, "-m", "jupyter", "lab", *server, *extra_args)
 
 
 def check(extra_args: list[str]) -> int:
@@ -108,7 +104,22 @@ def generate(extra_args: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"lab": lab, "check": check, "generate": generate}
+def new_class(extra_args: list[str]) -> int:
+    from autograder.course_directory import CourseDirectory
+
+    if len(extra_args) != 1:
+        print("usage: python3.11 course.py new-class DIR")
+        return 2
+    root = Path(extra_args[0]).expanduser().resolve()
+    if root.exists() and any(root.iterdir()):
+        print(f"{root} exists and is not empty; choose a new folder.")
+        return 2
+    CourseDirectory.create(root).release()
+    print(f"Created {root}: source/ (the solutions), release/ (student versions), nbgrader_config.py.")
+    return 0
+
+
+COMMANDS = {"lab": lab, "check": check, "generate": generate, "new-class": new_class}
 
 
 def main() -> int:

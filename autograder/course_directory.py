@@ -52,6 +52,11 @@ class CourseDirectory:
     def autograde(self, assignment: str) -> None:
         nbgrader("autograde", assignment, "--force", cwd=self.root)
 
+    def feedback(self, assignment: str) -> list[Path]:
+        """Write nbgrader's feedback HTML for every autograded student; return the files."""
+        nbgrader("generate_feedback", assignment, "--force", cwd=self.root)
+        return sorted((self.root / "feedback").glob(f"*/{assignment}/*.html"))
+
     def grades(self) -> list[dict[str, str]]:
         """The rows of nbgrader's exported grades CSV: one per student and assignment."""
         nbgrader("export", "--to", "grades.csv", cwd=self.root)

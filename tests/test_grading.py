@@ -28,6 +28,7 @@ def graded(tmp_path_factory):
             course.submit(submission.student, assignment, submission.notebooks)
             wrong |= {answer.mistake: submission for answer in submission.wrong_answers}
         course.autograde(assignment)
+        course.feedback(assignment)
     grades = {(row["student_id"], row["assignment"]): row for row in course.grades()}
     return course, grades, wrong
 
@@ -38,6 +39,16 @@ def test_solutions_get_full_marks(graded, assignment):
     row = grades["solutions", assignment]
     assert course.failed_tests("solutions", assignment) == {}
     assert float(row["score"]) == float(row["max_score"]) > 0
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_every_student_gets_feedback_with_the_exported_score(graded, assignment):
+    course, grades, _ = graded
+    feedback = {path.parent.parent.name: path.read_text(encoding="utf-8") for path in course.feedback(assignment)}
+    for (student, graded_assignment), row in grades.items():
+        if graded_assignment == assignment:
+            total = f"Score: {float(row['score']):.1f} / {float(row['max_score']):.1f}"
+            assert total in feedback[student], f"{student}'s feedback lacks {total!r}"
 
 
 @pytest.mark.parametrize("assignment", assignments())

@@ -37,15 +37,23 @@ def shape_of(tensor: torch.Tensor) -> str:
 
 
 def call_learner(function: Callable, *args, call: str, **kwargs):
-    """Call a learner's function; turn a crash into a message that names the call and the error."""
+    """Call a learner's function; turn a crash or a change to its input tensors into a clear message."""
+    inputs = [value for value in (*args, *kwargs.values()) if isinstance(value, torch.Tensor)]
+    copies = [tensor.clone() for tensor in inputs]
     try:
-        return function(*args, **kwargs)
+        result = function(*args, **kwargs)
     except NotImplementedError:
         raise CheckFailed(
             f"{function.__name__} is not implemented yet: replace `raise NotImplementedError()` with your code."
         ) from None
     except Exception as error:
         raise CheckFailed(f"{call} raised {type(error).__name__}: {error}") from error
+    if not all(torch.equal(copy, tensor) for copy, tensor in zip(copies, inputs, strict=True)):
+        raise CheckFailed(
+            f"{function.__name__} changed its input tensor in place (for example with `-=`); compute a new "
+            "tensor instead, so that the caller's data stay as they were."
+        )
+    return result
 
 
 def expect_tensor(result, name: str, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
@@ -76,15 +84,6 @@ def expect_close(actual: torch.Tensor, expected: torch.Tensor, what: str, atol: 
         )
 
 
-def expect_unchanged(before: torch.Tensor, after: torch.Tensor, name: str) -> None:
-    """Fail if a learner's function changed its input tensor in place."""
-    if not torch.equal(before, after):
-        raise CheckFailed(
-            f"{name} changed its input tensor in place (for example with `-=`); compute a new tensor "
-            "instead, so that the caller's data stay as they were."
-        )
-
-
 def seeded_randn(*shape: int, seed: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Standard normal values from a private generator, so checks neither use nor disturb the global seed."""
     generator = torch.Generator().manual_seed(seed)
@@ -99,7 +98,7 @@ def earlier_exercises_replaced(function: Callable, **reference_parts: Callable) 
     reference parts (PyTorch operations, never answers) grades each exercise on its own, so one mistake
     is not counted twice. The learner's versions are restored afterwards.
     """
-    namespace = function.__globals__
+    namespace = getattr(function, "__globals__", {})  # a partial or a callable object has none
     replaced = {name: namespace[name] for name in reference_parts if name in namespace}
     namespace.update({name: reference_parts[name] for name in replaced})
     try:

@@ -1,5 +1,6 @@
 import pytest
 import torch
+
 from transformer_course.data.toy_sentences import FEATURES, VOCABULARY, embed_sentence
 
 

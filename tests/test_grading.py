@@ -45,10 +45,12 @@ def test_solutions_get_full_marks(graded, assignment):
 def test_every_student_gets_feedback_with_the_exported_score(graded, assignment):
     course, grades, _ = graded
     feedback = {path.parent.parent.name: path.read_text(encoding="utf-8") for path in course.feedback(assignment)}
-    for (student, graded_assignment), row in grades.items():
-        if graded_assignment == assignment:
-            total = f"Score: {float(row['score']):.1f} / {float(row['max_score']):.1f}"
-            assert total in feedback[student], f"{student}'s feedback lacks {total!r}"
+    submitted = {path.name for path in (course.root / "submitted").iterdir() if (path / assignment).is_dir()}
+    assert set(feedback) == submitted
+    for student in submitted:
+        row = grades[student, assignment]
+        total = f"Score: {float(row['score']):.1f} / {float(row['max_score']):.1f}"
+        assert total in feedback[student], f"{student}'s feedback lacks {total!r}"
 
 
 @pytest.mark.parametrize("assignment", assignments())

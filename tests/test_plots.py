@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from transformer_course.plots import attention_heatmap  # noqa: E402
+from transformer_course.plots import attention_heatmap, curves  # noqa: E402
 
 
 def test_heatmap_labels_rows_as_queries_and_columns_as_keys():
@@ -21,3 +21,11 @@ def test_heatmap_labels_rows_as_queries_and_columns_as_keys():
 def test_heatmap_rejects_labels_that_do_not_match_the_weights():
     with pytest.raises(ValueError, match=r"expected weights of shape \(2, 2\)"):
         attention_heatmap(torch.eye(3), ["a", "b"], ["a", "b"])
+
+
+def test_curves_draws_one_line_per_series_and_rejects_mismatched_lengths():
+    ax = curves([1, 2, 4], {"a": [1, 2, 3], "b": [3, 2, 1]}, "x", "y", log_x=True)
+    assert len(ax.get_lines()) == 2 and ax.get_xscale() == "log"
+    plt.close(ax.figure)
+    with pytest.raises(ValueError, match="has 2 values for 3 x values"):
+        curves([1, 2, 3], {"a": [1, 2]}, "x", "y")

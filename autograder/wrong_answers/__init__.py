@@ -22,15 +22,20 @@ class WrongAnswer:
     function: Callable
 
     @property
+    def check_name(self) -> str:
+        """The check of the exercise in transformer_course.checks: check_softmax, check_single_head_attention."""
+        return "check_" + re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", self.exercise).lower()
+
+    @property
     def source(self) -> str:
         """The function's code as a learner would have typed it into the solution cell."""
         lines = inspect.getsource(self.function).splitlines()
         body = "\n".join(line for line in lines if not line.startswith("@"))
-        return re.sub(rf"\bdef {self.mistake}\(", f"def {self.exercise}(", body, count=1) + "\n"
+        return re.sub(rf"\b(def|class) {self.mistake}\(", rf"\1 {self.exercise}(", body, count=1) + "\n"
 
 
 def wrong_answer(exercise: str, message: str) -> Callable[[Callable], Callable]:
-    """Register the decorated function as a wrong answer to ``exercise`` of its module's assignment."""
+    """Register the decorated function (or class) as a wrong answer to ``exercise`` of its module's assignment."""
 
     def register(function: Callable) -> Callable:
         module = inspect.getmodule(function)

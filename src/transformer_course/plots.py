@@ -33,3 +33,31 @@ def attention_heatmap(
         ax.text(col, row, f"{value:.2f}", ha="center", va="center", color="white" if value > 0.6 else "black")
     ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     return ax
+
+
+def curves(
+    x: Sequence[float],
+    series: dict[str, Sequence[float]],
+    xlabel: str,
+    ylabel: str,
+    title: str = "",
+    ax: plt.Axes | None = None,
+    log_x: bool = False,
+    log_y: bool = False,
+) -> plt.Axes:
+    """Plot several named curves over the same x values, with markers at the measured points."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 3.5))
+    for label, values in series.items():
+        if len(values) != len(x):
+            raise ValueError(f"series {label!r} has {len(values)} values for {len(x)} x values")
+        ax.plot(x, values, marker="o", label=label)
+    ax.set_xscale("log" if log_x else "linear")
+    ax.set_yscale("log" if log_y else "linear")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    if len(series) > 1:
+        ax.legend()
+    return ax

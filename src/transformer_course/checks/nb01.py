@@ -8,8 +8,8 @@ import math
 from collections.abc import Callable
 
 import torch
-import torch.nn.functional as F
 
+from .. import reference
 from . import (
     CheckFailed,
     call_learner,
@@ -34,15 +34,13 @@ def reference_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
 
 
 def reference_weights(x: torch.Tensor) -> torch.Tensor:
-    """Self-attention weights from PyTorch's attention: with identity values, the outputs are the weights."""
-    seq = x.shape[-2]
-    identity = torch.eye(seq, dtype=x.dtype).expand(*x.shape[:-2], seq, seq)  # (..., seq, seq)
-    return F.scaled_dot_product_attention(x, x, identity, scale=1.0)  # (..., seq, seq)
+    """Self-attention weights softmax(x xᵀ) from PyTorch's attention, unscaled."""
+    return reference.attention(x, x, x, scale=1.0)[1]  # (..., seq, seq)
 
 
 def reference_self_attention(x: torch.Tensor) -> torch.Tensor:
-    """Self-attention outputs from PyTorch's attention without scaling."""
-    return F.scaled_dot_product_attention(x, x, x, scale=1.0)  # (..., seq, d)
+    """Self-attention outputs from PyTorch's attention, unscaled."""
+    return reference.attention(x, x, x, scale=1.0)[0]  # (..., seq, d)
 
 
 def _sums_to_one(weights: torch.Tensor, dim: int) -> bool:

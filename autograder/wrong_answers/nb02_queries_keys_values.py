@@ -1,0 +1,186 @@
+"""Wrong answers to notebook 02: entropy, the scale of scaled dot-product attention, masks, projections."""
+
+import math
+
+import torch
+from torch import nn
+
+from autograder.wrong_answers import wrong_answer
+
+# The module exercise calls the attention exercise by name, as it does in the notebook.
+from transformer_course.checks.nb02 import reference_scaled_dot_product_attention as scaled_dot_product_attention
+
+ASSIGNMENT = "02_queries_keys_values"
+
+# Exercise 1: attention_entropy ---------------------------------------------------------------------------
+
+
+@wrong_answer("attention_entropy", message="0 · (-inf) = nan")
+def entropy_with_nan_for_zero_weights(weights):
+    return -(weights * torch.log(weights)).sum(dim=-1)
+
+
+@wrong_answer("attention_entropy", message="log base 2")
+def entropy_in_bits(weights):
+    return -torch.special.xlogy(weights, weights).sum(dim=-1) / math.log(2)
+
+
+@wrong_answer("attention_entropy", message="averaged over the keys")
+def entropy_averaged_over_keys(weights):
+    return -torch.special.xlogy(weights, weights).mean(dim=-1)
+
+
+@wrong_answer("attention_entropy", message="mind the minus sign")
+def entropy_without_minus_sign(weights):
+    return torch.special.xlogy(weights, weights).sum(dim=-1)
+
+
+@wrong_answer("attention_entropy", message="expected (2)")
+def entropy_summed_over_queries(weights):
+    return -torch.special.xlogy(weights, weights).sum(dim=-2)
+
+
+# Exercise 2: scaled_dot_product_attention ----------------------------------------------------------------
+# Each is complete on its own, as a learner's cell would be.
+
+
+@wrong_answer("scaled_dot_product_attention", message="you did not scale the scores")
+def attention_without_scaling(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="√(number of keys)")
+def attention_scaled_by_sequence_length(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(k.shape[-2])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="you divided by √d_v")
+def attention_scaled_by_value_dimension(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(v.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="you scaled after the softmax")
+def attention_scaled_after_softmax(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1) / math.sqrt(q.shape[-1])
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="over the queries axis")
+def attention_softmax_over_queries(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-2)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="applied after the softmax")
+def attention_masked_after_softmax(q, k, v, mask=None):
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+    if mask is not None:
+        weights = weights * mask
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="a score of 0 still gets weight")
+def attention_masked_with_zero_scores(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, 0.0)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="your mask is inverted")
+def attention_with_inverted_mask(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="must return a pair (outputs, weights)")
+def attention_returning_only_outputs(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+@wrong_answer("scaled_dot_product_attention", message="not differentiable")
+def attention_through_numpy(q, k, v, mask=None):
+    scores = torch.from_numpy((q @ k.transpose(-2, -1)).detach().numpy()) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+# Exercise 3: SingleHeadAttention -------------------------------------------------------------------------
+
+
+@wrong_answer("SingleHeadAttention", message="the keys came from x")
+class AttentionIgnoringContext(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        return scaled_dot_product_attention(self.query(x), self.key(x), self.value(x), mask)
+
+
+@wrong_answer("SingleHeadAttention", message="The queries come from x")
+class AttentionWithQueriesFromContext(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        return scaled_dot_product_attention(self.query(context), self.key(x), self.value(x), mask)
+
+
+@wrong_answer("SingleHeadAttention", message="use their own projection self.key")
+class AttentionSharingQueryAndKeyProjection(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        return scaled_dot_product_attention(self.query(x), self.query(context), self.value(context), mask)
+
+
+@wrong_answer("SingleHeadAttention", message="self.value maps 6 → 4")
+class AttentionWithValuesOfKeySize(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_k, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        return scaled_dot_product_attention(self.query(x), self.key(context), self.value(context), mask)

@@ -1,0 +1,271 @@
+"""Checks for notebook 02, queries, keys and values: scaled dot-product attention.
+
+Oracles: ``torch.distributions.Categorical(...).entropy()``; ``F.scaled_dot_product_attention`` (through
+``transformer_course.reference.attention``); ``torch.autograd.gradcheck``; closed-form values.
+"""
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from .. import reference
+from . import (
+    CheckFailed,
+    call_learner,
+    earlier_exercises_replaced,
+    expect_close,
+    expect_tensor,
+    learner_facing,
+    passed,
+    seeded_randn,
+    shape_of,
+)
+
+
+def reference_scaled_dot_product_attention(q, k, v, mask=None):
+    """PyTorch's attention with the exercise's signature, used while the module exercise is checked."""
+    return reference.attention(q, k, v, mask)
+
+
+def _rows_sum_to(weights: torch.Tensor, total: float, dim: int = -1) -> bool:
+    return torch.allclose(weights.sum(dim=dim), torch.full((), total, dtype=weights.dtype), atol=1e-4)
+
+
+# Exercise 1 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_attention_entropy(attention_entropy: Callable, seed: int = 0) -> None:
+    """Check the entropy -Σ_j w_ij log w_ij of each row against closed forms and torch.distributions."""
+    uniform = torch.full((2, 4), 0.25)  # (rows, keys)
+    entropy = _entropy_of(attention_entropy, uniform, "uniform rows of 4 weights")
+    if torch.allclose(entropy, torch.full((2,), math.log2(4))):
+        raise CheckFailed(
+            "attention_entropy of a uniform row of 4 weights is 2 = log₂ 4: you used log base 2. "
+            "Use the natural logarithm, torch.log, so the entropy is in nats (log 4 ≈ 1.386)."
+        )
+    if torch.allclose(entropy, torch.full((2,), math.log(4) / 4)):
+        raise CheckFailed(
+            "attention_entropy of a uniform row of 4 weights is log(4)/4: you averaged over the keys. "
+            "Sum -w log w over the keys instead."
+        )
+    expect_close(entropy, torch.full((2,), math.log(4)), "attention_entropy of uniform rows of 4 (log 4)")
+
+    with_zeros = torch.tensor([[0.5, 0.5, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]])  # (2, 4)
+    entropy = _entropy_of(attention_entropy, with_zeros, "rows [0.5, 0.5, 0, 0] and [1, 0, 0, 0]")
+    if torch.isnan(entropy).any():
+        raise CheckFailed(
+            "attention_entropy gives nan for a row with zero weights: log 0 = -inf and 0 · (-inf) = nan. "
+            "A zero weight contributes 0 to the entropy (the limit of w log w as w → 0): use "
+            "torch.special.xlogy(w, w), or torch.where to skip the zeros."
+        )
+    expect_close(entropy, torch.tensor([math.log(2), 0.0]), "attention_entropy of [0.5, 0.5, 0, 0] and [1, 0, 0, 0]")
+
+    weights = torch.softmax(2 * seeded_randn(2, 3, 5, seed=seed), dim=-1)  # (2, 3, 5)
+    entropy = _entropy_of(attention_entropy, weights, "random weights of shape (2, 3, 5)")
+    expected = torch.distributions.Categorical(probs=weights).entropy()  # (2, 3)
+    expect_close(entropy, expected, "attention_entropy of random weights, compared with torch.distributions")
+    passed("attention_entropy", "one entropy per row, in nats, and 0 · log 0 counts as 0")
+
+
+def _entropy_of(attention_entropy: Callable, weights: torch.Tensor, what: str) -> torch.Tensor:
+    call = f"attention_entropy(weights) for {what}"
+    entropy = call_learner(attention_entropy, weights, call=call)
+    expected_shape = weights.shape[:-1]
+    if isinstance(entropy, torch.Tensor) and entropy.shape == (*expected_shape, 1):
+        raise CheckFailed(f"{call} returned shape {shape_of(entropy)}: drop the summed axis (no keepdim).")
+    expect_tensor(entropy, "attention_entropy", expected_shape, weights.dtype)
+    if (entropy < -1e-6).any():
+        raise CheckFailed(f"{call} is negative; an entropy never is. It is -Σ w log w: mind the minus sign.")
+    return entropy
+
+
+# Exercise 2 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_scaled_dot_product_attention(scaled_dot_product_attention: Callable, seed: int = 0) -> None:
+    """Check (outputs, weights) against PyTorch for batches, different query and key lengths, masks, and
+    gradients with gradcheck."""
+    q = seeded_randn(2, 3, 4, 8, seed=seed)  # (batch, heads, n_q=4, d_k=8)
+    k = seeded_randn(2, 3, 6, 8, seed=seed + 1)  # (batch, heads, n_k=6, d_k=8)
+    v = seeded_randn(2, 3, 6, 5, seed=seed + 2)  # (batch, heads, n_k=6, d_v=5)
+    _check_attention_on(scaled_dot_product_attention, q, k, v, mask=None)
+
+    mask = seeded_randn(4, 6, seed=seed + 3) > -0.5  # (n_q, n_k), broadcast over the batch
+    mask[:, 0] = True  # every query may attend to at least one key (rows with none are notebook 04's)
+    _check_attention_on(scaled_dot_product_attention, q, k, v, mask=mask)
+
+    _check_gradients(scaled_dot_product_attention, seed)
+    passed(
+        "scaled_dot_product_attention",
+        "matches PyTorch's attention with and without a mask, for any batch shape, and its gradients are right",
+    )
+
+
+def _check_attention_on(sdpa: Callable, q, k, v, mask) -> None:
+    d_k, n_k = q.shape[-1], k.shape[-2]
+    with_mask = "" if mask is None else f" and a mask of shape {shape_of(mask)}"
+    call = (
+        f"scaled_dot_product_attention(q, k, v{', mask' if mask is not None else ''}) with q {shape_of(q)}, "
+        f"k {shape_of(k)}, v {shape_of(v)}{with_mask}"
+    )
+    args = (q, k, v) if mask is None else (q, k, v, mask)
+    result = call_learner(sdpa, *args, call=call)
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise CheckFailed(f"{call} must return a pair (outputs, weights); got {type(result).__name__}.")
+    outputs, weights = result
+    expect_tensor(weights, "the weights of scaled_dot_product_attention", (*q.shape[:-1], n_k), q.dtype)
+    expect_tensor(outputs, "the outputs of scaled_dot_product_attention", (*q.shape[:-1], v.shape[-1]), q.dtype)
+
+    if mask is not None:
+        _diagnose_mask(weights, mask, call)
+    if not _rows_sum_to(weights, 1.0):
+        if _rows_sum_to(weights, 1 / math.sqrt(d_k)):
+            raise CheckFailed(
+                f"{call}: each row of weights sums to 1/√d_k: you scaled after the softmax. Scale the scores."
+            )
+        if _rows_sum_to(weights, 1.0, dim=-2):
+            raise CheckFailed(
+                f"{call}: your weights sum to 1 over the queries axis (dim -2); each query's row must sum to 1 "
+                "over the keys (softmax with dim=-1)."
+            )
+        raise CheckFailed(f"{call}: the rows of your weights do not sum to 1 over the keys.")
+    _diagnose_scale(q, k, v, mask, weights, call)
+    expected_outputs, expected_weights = reference.attention(q, k, v, mask)
+    expect_close(weights, expected_weights, f"{call}: the weights, compared with PyTorch's")
+    expect_close(outputs, expected_outputs, f"{call}: the outputs (weights @ v), compared with PyTorch's")
+
+
+def _diagnose_mask(weights: torch.Tensor, mask: torch.Tensor, call: str) -> None:
+    blocked = ~mask.expand_as(weights)
+    finite = weights.nan_to_num(0.0)  # an inverted mask can block whole rows, which then hold nan
+    if (finite[blocked].abs() > 1e-6).any():
+        if (finite[~blocked].abs() < 1e-6).all():
+            raise CheckFailed(
+                f"{call}: only the blocked pairs get weight: your mask is inverted. Here, as in PyTorch, True "
+                "means the query may attend to the key; fill the scores where the mask is False."
+            )
+        raise CheckFailed(
+            f"{call}: pairs where the mask is False get weight > 0. Fill their scores with -inf (or "
+            "torch.finfo(scores.dtype).min) before the softmax; a score of 0 still gets weight."
+        )
+    if not _rows_sum_to(weights, 1.0):
+        raise CheckFailed(
+            f"{call}: masked pairs get zero weight, but the rows no longer sum to 1: the mask was applied "
+            "after the softmax. Mask the scores before the softmax, so the allowed keys share all the weight."
+        )
+
+
+def _diagnose_scale(q, k, v, mask, weights: torch.Tensor, call: str) -> None:
+    d_k, n_k, d_v = q.shape[-1], k.shape[-2], v.shape[-1]
+    wrong_scales = {
+        1.0: "you did not scale the scores: divide q kᵀ by √d_k",
+        1 / math.sqrt(n_k): "you divided by √(number of keys); divide by √d_k, the key dimension q.shape[-1]",
+        1 / math.sqrt(d_v): "you divided by √d_v; the scale is √d_k, the dimension of queries and keys",
+        1 / d_k: "you divided by d_k; divide by its square root √d_k",
+    }
+    for scale, mistake in wrong_scales.items():
+        if torch.allclose(weights, reference.attention(q, k, v, mask, scale=scale)[1], atol=1e-5):
+            raise CheckFailed(f"{call}: {mistake}.")
+
+
+def _check_gradients(sdpa: Callable, seed: int) -> None:
+    q = seeded_randn(1, 3, 4, seed=seed + 4, dtype=torch.float64).requires_grad_()  # (batch, n_q, d_k)
+    k = seeded_randn(1, 5, 4, seed=seed + 5, dtype=torch.float64).requires_grad_()  # (batch, n_k, d_k)
+    v = seeded_randn(1, 5, 2, seed=seed + 6, dtype=torch.float64).requires_grad_()  # (batch, n_k, d_v)
+    call = "torch.autograd.gradcheck on scaled_dot_product_attention in float64"
+    try:
+        correct = torch.autograd.gradcheck(lambda q, k, v: sdpa(q, k, v)[0], (q, k, v), raise_exception=False)
+    except Exception as error:
+        raise CheckFailed(
+            f"{call} raised {type(error).__name__}: {error}. Keep every step a differentiable tensor "
+            "operation (no .item(), .numpy() or .detach()) and keep the input dtype."
+        ) from error
+    if not correct:
+        raise CheckFailed(f"{call}: the gradients differ from numerical ones; some step is not differentiable.")
+
+
+# Exercise 3 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_single_head_attention(SingleHeadAttention: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+    """Check the projections, self-attention, cross-attention and masking of the module."""
+    with earlier_exercises_replaced(
+        SingleHeadAttention.forward, scaled_dot_product_attention=reference_scaled_dot_product_attention
+    ):
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            module = call_learner(SingleHeadAttention, 6, 4, 5, call="SingleHeadAttention(d_model=6, d_k=4, d_v=5)")
+        _check_projections(module)
+        x = seeded_randn(2, 3, 6, seed=seed)  # (batch, n_q=3, d_model)
+        context = seeded_randn(2, 7, 6, seed=seed + 1)  # (batch, n_k=7, d_model)
+        _check_module_on(module, x, None, None, "module(x)")
+        _check_module_on(module, x, context, None, "module(x, context)")
+        mask = seeded_randn(3, 7, seed=seed + 2) > 0  # (n_q, n_k)
+        mask[:, 0] = True
+        _check_module_on(module, x, context, mask, "module(x, context, mask)")
+        _check_gradients_reach_projections(module, x, context)
+    passed("SingleHeadAttention", "its own W_Q, W_K, W_V; self- and cross-attention; masks")
+
+
+def _check_projections(module: nn.Module) -> None:
+    expected = {"query": (6, 4), "key": (6, 4), "value": (6, 5)}
+    for name, (d_in, d_out) in expected.items():
+        layer = getattr(module, name, None)
+        if not isinstance(layer, nn.Linear):
+            raise CheckFailed(
+                f"SingleHeadAttention(d_model=6, d_k=4, d_v=5) needs an nn.Linear named self.{name}; "
+                f"found {type(layer).__name__ if layer is not None else 'nothing'}."
+            )
+        if (layer.in_features, layer.out_features) != (d_in, d_out):
+            raise CheckFailed(
+                f"SingleHeadAttention(d_model=6, d_k=4, d_v=5): self.{name} maps {layer.in_features} → "
+                f"{layer.out_features} features; it should map d_model={d_in} → {d_out}."
+            )
+
+
+def _check_module_on(module: nn.Module, x, context, mask, call: str) -> None:
+    keys_from = x if context is None else context
+    kwargs = {} if context is None else {"context": context}
+    if mask is not None:
+        kwargs["mask"] = mask
+    call = f"{call} with x {shape_of(x)}" + ("" if context is None else f" and context {shape_of(context)}")
+    result = call_learner(module, x, call=call, **kwargs)
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise CheckFailed(f"{call} must return a pair (outputs, weights); got {type(result).__name__}.")
+    outputs, weights = result
+    n_q, n_k = x.shape[-2], keys_from.shape[-2]
+    if context is not None and isinstance(weights, torch.Tensor) and weights.shape[-2:] == (n_q, n_q):
+        raise CheckFailed(
+            f"{call}: the weights have shape {shape_of(weights)}, so the keys came from x. In cross-attention "
+            "the queries come from x and the keys and values from context."
+        )
+    if isinstance(outputs, torch.Tensor) and outputs.shape[-2] == n_k != n_q:
+        raise CheckFailed(
+            f"{call}: the outputs have {n_k} rows, one per position of context. The queries come from x, "
+            "the sequence being updated, so there is one output per position of x."
+        )
+    with torch.no_grad():
+        q, k, v = module.query(x), module.key(keys_from), module.value(keys_from)
+        if torch.allclose(weights, reference.attention(q, module.query(keys_from), v, mask)[1], atol=1e-5):
+            raise CheckFailed(f"{call}: the keys were made with self.query; use their own projection self.key.")
+        expected_outputs, expected_weights = reference.attention(q, k, v, mask)
+    expect_tensor(weights, "the weights", expected_weights.shape, x.dtype)
+    expect_tensor(outputs, "the outputs", expected_outputs.shape, x.dtype)
+    expect_close(weights, expected_weights, f"{call}: the weights")
+    expect_close(outputs, expected_outputs, f"{call}: the outputs")
+
+
+def _check_gradients_reach_projections(module: nn.Module, x, context) -> None:
+    module.zero_grad()
+    outputs, _ = module(x, context=context)
+    (outputs * seeded_randn(*outputs.shape, seed=99)).sum().backward()
+    for name in ("query", "key", "value"):
+        grad = getattr(module, name).weight.grad
+        if grad is None or grad.abs().sum() == 0:
+            raise CheckFailed(f"self.{name} receives no gradient, so it cannot learn: is it used in forward?")
+    module.zero_grad()

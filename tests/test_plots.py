@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from transformer_course.plots import attention_heatmap, curves  # noqa: E402
+from transformer_course.plots import attention_heads, attention_heatmap, curves  # noqa: E402
 
 
 def test_heatmap_labels_rows_as_queries_and_columns_as_keys():
@@ -29,3 +29,11 @@ def test_curves_draws_one_line_per_series_and_rejects_mismatched_lengths():
     plt.close(ax.figure)
     with pytest.raises(ValueError, match="has 2 values for 3 x values"):
         curves([1, 2, 3], {"a": [1, 2]}, "x", "y")
+
+
+def test_attention_heads_draws_one_heatmap_per_head_with_its_title():
+    weights = torch.softmax(torch.randn(3, 2, 4), dim=-1)
+    fig = attention_heads(weights, ["a", "b"], ["w", "x", "y", "z"], titles=["one", "two", "three"])
+    heatmaps = [ax for ax in fig.axes if ax.get_title()]
+    assert [ax.get_title() for ax in heatmaps] == ["one", "two", "three"]
+    plt.close(fig)

@@ -61,3 +61,19 @@ def curves(
     if len(series) > 1:
         ax.legend()
     return ax
+
+
+def attention_heads(
+    weights: torch.Tensor,
+    query_labels: Sequence[str],
+    key_labels: Sequence[str],
+    titles: Sequence[str] | None = None,
+) -> plt.Figure:
+    """One heatmap per head, side by side, for weights of shape (heads, queries, keys)."""
+    num_heads = weights.shape[0]
+    titles = titles or [f"head {head}" for head in range(num_heads)]
+    fig, axes = plt.subplots(1, num_heads, figsize=(5.5 * num_heads, 4.5), squeeze=False)
+    for head, ax in enumerate(axes[0]):
+        attention_heatmap(weights[head], query_labels, key_labels, title=titles[head], ax=ax)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,213 @@
+"""Checks for notebook 03, multi-head attention.
+
+Oracles: heads cut out by slicing the features (the "h separate heads" view), and ``nn.MultiheadAttention``
+with the learner's weights copied in, with and without masks.
+"""
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from . import (
+    CheckFailed,
+    call_learner,
+    earlier_exercises_replaced,
+    expect_close,
+    expect_tensor,
+    learner_facing,
+    passed,
+    seeded_randn,
+    shape_of,
+)
+
+
+def heads_by_slicing(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """(..., seq, d_model) -> (..., heads, seq, d_head): head i holds features i*d_head ... (i+1)*d_head - 1."""
+    return torch.stack(x.chunk(num_heads, dim=-1), dim=-3)
+
+
+def merge_by_concatenating(x: torch.Tensor) -> torch.Tensor:
+    """(..., heads, seq, d_head) -> (..., seq, heads * d_head): the heads' features side by side."""
+    return torch.cat(x.unbind(dim=-3), dim=-1)
+
+
+# Exercise 1 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_split_heads(split_heads: Callable, seed: int = 0) -> None:
+    """Check the split on numbered features, for several head counts and batch shapes."""
+    for shape, num_heads in [((2, 3, 8), 2), ((2, 3, 8), 4), ((4, 6), 3), ((2, 2, 5, 12), 4)]:
+        x = torch.arange(math.prod(shape), dtype=torch.float32).reshape(shape)  # every entry tells where it is
+        *batch, seq, d_model = shape
+        d_head = d_model // num_heads
+        call = f"split_heads(x, num_heads={num_heads}) with x of shape {shape_of(x)}"
+        heads = call_learner(split_heads, x, num_heads, call=call)
+        expect_tensor(heads, "split_heads", (*batch, num_heads, seq, d_head), x.dtype)
+        if torch.equal(heads, x.reshape(*batch, num_heads, seq, d_head)):
+            raise CheckFailed(
+                f"{call}: you reshaped straight to (..., heads, seq, d_head) without transposing, which deals "
+                "positions out to heads. Split the features first, reshape to (..., seq, heads, d_head), then "
+                "swap the seq and heads axes: .transpose(-3, -2)."
+            )
+        expected = heads_by_slicing(x, num_heads)
+        if not torch.equal(heads, expected):
+            raise CheckFailed(
+                f"{call}: head i must hold features i·d_head to (i+1)·d_head - 1 of every position, in order. "
+                f"Head 0 of the first sequence should be\n{expected.reshape(-1, num_heads, seq, d_head)[0, 0]}\n"
+                f"but yours is\n{heads.reshape(-1, num_heads, seq, d_head)[0, 0]}"
+            )
+    passed("split_heads", "head i holds features i·d_head … (i+1)·d_head - 1, for any batch shape")
+
+
+# Exercise 2 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_merge_heads(merge_heads: Callable, seed: int = 0) -> None:
+    """Check the merge on numbered features; it must undo the split."""
+    for shape in [(2, 2, 3, 4), (2, 4, 3, 2), (3, 5, 2), (2, 2, 4, 5, 3)]:
+        heads = torch.arange(math.prod(shape), dtype=torch.float32).reshape(shape)
+        *batch, num_heads, seq, d_head = shape
+        call = f"merge_heads(x) with x of shape {shape_of(heads)} ({num_heads} heads)"
+        merged = call_learner(merge_heads, heads, call=call)
+        expect_tensor(merged, "merge_heads", (*batch, seq, num_heads * d_head), heads.dtype)
+        if torch.equal(merged, heads.reshape(*batch, seq, num_heads * d_head)):
+            raise CheckFailed(
+                f"{call}: you reshaped straight to (..., seq, heads · d_head) without transposing, which mixes "
+                "positions of different heads. First .transpose(-3, -2) to (..., seq, heads, d_head), then "
+                "reshape."
+            )
+        if not torch.equal(merged, merge_by_concatenating(heads)):
+            raise CheckFailed(
+                f"{call}: each position must get the features of head 0, then head 1, and so on, side by side; "
+                "merge_heads must undo split_heads."
+            )
+    passed("merge_heads", "the heads' features side by side, undoing split_heads")
+
+
+# Exercise 3 ---------------------------------------------------------------------------------------------
+
+PROJECTIONS = ("query", "key", "value", "output")
+
+
+def torch_twin(module: nn.Module, num_heads: int) -> nn.MultiheadAttention:
+    """An nn.MultiheadAttention holding a copy of the module's W_Q, W_K, W_V and W_O with their biases."""
+    d_model = module.query.in_features
+    twin = nn.MultiheadAttention(d_model, num_heads, batch_first=True)
+    with torch.no_grad():
+        twin.in_proj_weight.copy_(torch.cat([module.query.weight, module.key.weight, module.value.weight]))
+        twin.in_proj_bias.copy_(torch.cat([module.query.bias, module.key.bias, module.value.bias]))
+        twin.out_proj.weight.copy_(module.output.weight)
+        twin.out_proj.bias.copy_(module.output.bias)
+    return twin.eval()
+
+
+def _twin_results(twin, x, context, torch_masks: dict):
+    """The twin's per-head outputs and weights. PyTorch takes its masks as attn_mask (n_q, n_k) and
+    key_padding_mask (batch, n_k), both True where attention is NOT allowed."""
+    with torch.no_grad():
+        return twin(x, context, context, average_attn_weights=False, **torch_masks)  # (b, n_q, d), (b, h, n_q, n_k)
+
+
+@learner_facing
+def check_multi_head_attention(MultiHeadAttention: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+    """Check the module against nn.MultiheadAttention with copied weights: self- and cross-attention, an
+    attention mask and a key padding mask, and two head counts."""
+    stand_ins = {"split_heads": heads_by_slicing, "merge_heads": merge_by_concatenating}
+    with earlier_exercises_replaced(MultiHeadAttention.forward, **stand_ins):
+        for num_heads in (2, 4):
+            module = _build(MultiHeadAttention, 8, num_heads, seed)
+            twin = torch_twin(module, num_heads)
+            x = seeded_randn(2, 5, 8, seed=seed)  # (batch, n_q=5, d_model=8)
+            context = seeded_randn(2, 6, 8, seed=seed + 1)  # (batch, n_k=6, d_model)
+            _compare(module, twin, x, None, None, {}, "module(x)")
+            _compare(module, twin, x, context, None, {}, "module(x, context)")
+            hidden = torch.ones(5, 6, dtype=torch.bool).triu(diagonal=2)  # (n_q, n_k): pairs not to attend
+            _compare(module, twin, x, context, ~hidden, {"attn_mask": hidden}, "module(x, context, mask)")
+            padding = torch.zeros(2, 6, dtype=torch.bool)  # (batch, n_k): True marks padding
+            padding[1, -2:] = True
+            allowed = ~padding[:, None, :]  # (batch, 1, n_k): the course's convention, True = may attend
+            twin_masks = {"key_padding_mask": padding}
+            _compare(module, twin, x, context, allowed, twin_masks, "module(x, context, mask) with a padding mask")
+    passed("MultiHeadAttention", "equals nn.MultiheadAttention with the same weights, with and without masks")
+
+
+def _build(MultiHeadAttention: type, d_model: int, num_heads: int, seed: int) -> nn.Module:  # noqa: N803
+    call = f"MultiHeadAttention(d_model={d_model}, num_heads={num_heads})"
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        module = call_learner(MultiHeadAttention, d_model, num_heads, call=call)
+        for name in PROJECTIONS:
+            layer = getattr(module, name, None)
+            if not isinstance(layer, nn.Linear) or layer.bias is None:
+                raise CheckFailed(f"{call} needs an nn.Linear with bias named self.{name}.")
+            if (layer.in_features, layer.out_features) != (d_model, d_model):
+                raise CheckFailed(
+                    f"{call}: self.{name} maps {layer.in_features} → {layer.out_features} features; every "
+                    f"projection maps d_model → d_model ({d_model} → {d_model}), all heads at once."
+                )
+            nn.init.normal_(layer.bias, std=0.1)  # nonzero biases, so that forgetting one shows
+    return module
+
+
+def _compare(module, twin, x, context, allowed, torch_masks: dict, what: str) -> None:
+    num_heads = twin.num_heads
+    keys_from = x if context is None else context
+    kwargs = {} if context is None else {"context": context}
+    if allowed is not None:
+        kwargs["mask"] = allowed
+    call = f"{what} with {num_heads} heads, x {shape_of(x)}" + (
+        "" if context is None else f", context {shape_of(context)}"
+    )
+    with torch.no_grad():
+        result = call_learner(module, x, call=call, **kwargs)
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise CheckFailed(f"{call} must return a pair (outputs, weights); got {type(result).__name__}.")
+    outputs, weights = result
+    batch, n_q, n_k = x.shape[0], x.shape[-2], keys_from.shape[-2]
+    if isinstance(weights, torch.Tensor) and weights.shape == (batch, n_q, n_k):
+        raise CheckFailed(
+            f"{call}: the weights have shape {shape_of(weights)}; return every head's weights, "
+            f"(batch, heads, n_q, n_k) = {(batch, num_heads, n_q, n_k)}. Average them only to draw them."
+        )
+    if context is not None and isinstance(weights, torch.Tensor) and weights.shape[-1] == n_q != n_k:
+        raise CheckFailed(
+            f"{call}: the weights cover {n_q} keys, the positions of x; in cross-attention the keys and values "
+            "come from context."
+        )
+    expect_tensor(weights, "the weights", (batch, num_heads, n_q, n_k), x.dtype)
+    expect_tensor(outputs, "the outputs", x.shape, x.dtype)
+
+    expected_outputs, expected_weights = _twin_results(twin, x, keys_from, torch_masks)
+    if not torch.allclose(weights, expected_weights, atol=1e-5):
+        _diagnose_weights(module, twin, x, keys_from, torch_masks, weights, call)
+    expect_close(weights, expected_weights, f"{call}: the weights of every head, compared with nn.MultiheadAttention")
+    expect_close(weights.mean(dim=1), expected_weights.mean(dim=1), f"{call}: the weights averaged over heads")
+    if not torch.allclose(outputs, expected_outputs, atol=1e-5):
+        without_output = torch_twin(module, num_heads)
+        with torch.no_grad():
+            without_output.out_proj.weight.copy_(torch.eye(x.shape[-1]))
+            without_output.out_proj.bias.zero_()
+        if torch.allclose(outputs, _twin_results(without_output, x, keys_from, torch_masks)[0], atol=1e-5):
+            raise CheckFailed(f"{call}: the outputs lack W_O: apply self.output to the merged heads.")
+    expect_close(outputs, expected_outputs, f"{call}: the outputs, compared with nn.MultiheadAttention")
+
+
+def _diagnose_weights(module, twin, x, keys_from, torch_masks: dict, weights, call: str) -> None:
+    num_heads, d_model = twin.num_heads, x.shape[-1]
+    if torch_masks:
+        unmasked = _twin_results(twin, x, keys_from, {})[1]
+        if torch.allclose(weights, unmasked, atol=1e-5):
+            raise CheckFailed(f"{call}: the mask had no effect; pass it on to attention.")
+    scaled_by_d_model = torch_twin(module, num_heads)
+    with torch.no_grad():  # scores divided by √d_model = those of queries shrunk by √heads, divided by √d_head
+        scaled_by_d_model.in_proj_weight[:d_model] /= math.sqrt(num_heads)
+        scaled_by_d_model.in_proj_bias[:d_model] /= math.sqrt(num_heads)
+    if torch.allclose(weights, _twin_results(scaled_by_d_model, x, keys_from, torch_masks)[1], atol=1e-5):
+        raise CheckFailed(
+            f"{call}: the scores were divided by √d_model; each head compares d_head-dimensional queries and "
+            "keys, so divide by √d_head (attention does that when given the split queries and keys)."
+        )

@@ -32,7 +32,7 @@ class MultiHeadAttentionViaPyTorch(nn.Module):
         q = split_with_unflatten_and_movedim(self.query(x), self.num_heads)
         k = split_with_unflatten_and_movedim(self.key(context), self.num_heads)
         v = split_with_unflatten_and_movedim(self.value(context), self.num_heads)
-        outputs, weights = attention(q, k, v, None if mask is None else mask[:, None])
+        outputs, weights = attention(q, k, v, None if mask is None else mask[..., None, :, :])
         return self.output(merge_with_movedim_and_flatten(outputs)), weights
 
 

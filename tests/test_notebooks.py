@@ -9,7 +9,11 @@ import pytest
 from autograder.pipeline import NOTEBOOKS, SOLUTIONS, as_stored, assignments, drift, notebook_paths, stripped
 
 STORED = notebook_paths(SOLUTIONS) + notebook_paths(NOTEBOOKS)
-MACHINE_PATH = re.compile(r"(/(home|root|Users|tmp|private|var/folders)/|[A-Za-z]:\\\\)")
+# Unix home and temporary folders, and Windows user folders (backslashes are doubled in the JSON).
+MACHINE_PATH = re.compile(
+    r"/(home|root|Users|tmp|private|var/folders)/"
+    r"|\b[A-Za-z]:\\\\(Users|Documents and Settings)\b"
+)
 
 
 def label(path: Path) -> str:

@@ -26,5 +26,21 @@ def embed_sentence(sentence: str) -> tuple[list[str], torch.Tensor]:
     unknown = [word for word in words if word not in _WORD_VECTORS]
     if unknown:
         raise KeyError(f"no toy vector for {unknown}; the toy vocabulary is {list(VOCABULARY)}")
-    vectors = torch.tensor([_WORD_VECTORS[word] for word in words])  # (seq, features)
+    rows = [_WORD_VECTORS[word] for word in words]
+    vectors = torch.tensor(rows).reshape(len(words), len(FEATURES))  # (seq, features), also for no words
     return words, vectors
+
+
+def embed_batch(sentences: list[str]) -> tuple[list[list[str]], torch.Tensor, torch.Tensor]:
+    """Embed sentences of different lengths into one zero-padded batch.
+
+    Returns the words of each sentence, vectors (batch, max_len, len(FEATURES)) with zero vectors after each
+    sentence's end, and the lengths (batch,) as int64.
+    """
+    embedded = [embed_sentence(sentence) for sentence in sentences]
+    max_len = max((len(words) for words, _ in embedded), default=0)
+    vectors = torch.zeros(len(sentences), max_len, len(FEATURES))  # (batch, max_len, features)
+    for row, (words, sentence_vectors) in enumerate(embedded):
+        vectors[row, : len(words)] = sentence_vectors
+    lengths = torch.tensor([len(words) for words, _ in embedded], dtype=torch.int64)  # (batch,)
+    return [words for words, _ in embedded], vectors, lengths

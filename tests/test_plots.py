@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from transformer_course.plots import attention_heads, attention_heatmap, curves  # noqa: E402
+from transformer_course.plots import attention_heads, attention_heatmap, curves, mask_heatmap  # noqa: E402
 
 
 def test_heatmap_labels_rows_as_queries_and_columns_as_keys():
@@ -37,3 +37,11 @@ def test_attention_heads_draws_one_heatmap_per_head_with_its_title():
     heatmaps = [ax for ax in fig.axes if ax.get_title()]
     assert [ax.get_title() for ax in heatmaps] == ["one", "two", "three"]
     plt.close(fig)
+
+
+def test_mask_heatmap_marks_allowed_cells_and_checks_the_shape():
+    ax = mask_heatmap(torch.ones(3, 3, dtype=torch.bool).tril(), list("abc"), list("abc"))
+    assert [text.get_text() for text in ax.texts].count("✓") == 6
+    plt.close(ax.figure)
+    with pytest.raises(ValueError, match=r"expected a mask of shape \(2, 3\)"):
+        mask_heatmap(torch.ones(3, 3, dtype=torch.bool), list("ab"), list("abc"))

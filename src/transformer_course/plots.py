@@ -77,3 +77,27 @@ def attention_heads(
         attention_heatmap(weights[head], query_labels, key_labels, title=titles[head], ax=ax)
     fig.tight_layout()
     return fig
+
+
+def mask_heatmap(
+    mask: torch.Tensor,
+    query_labels: Sequence[str],
+    key_labels: Sequence[str],
+    title: str = "mask",
+    ax: plt.Axes | None = None,
+) -> plt.Axes:
+    """Draw a boolean (queries, keys) mask: a filled cell where the query may attend to the key."""
+    mask = mask.detach().cpu()
+    if mask.shape != (len(query_labels), len(key_labels)):
+        raise ValueError(f"expected a mask of shape ({len(query_labels)}, {len(key_labels)}), got {tuple(mask.shape)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.7 * len(key_labels) + 1.5, 0.6 * len(query_labels) + 1.5))
+    ax.imshow(mask.float().numpy(), cmap="Greens", vmin=0.0, vmax=1.4)
+    ax.set_xticks(range(len(key_labels)), key_labels, rotation=45, ha="right")
+    ax.set_yticks(range(len(query_labels)), query_labels)
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    ax.set_title(title)
+    for row, col in ((r, c) for r in range(len(query_labels)) for c in range(len(key_labels))):
+        ax.text(col, row, "✓" if mask[row, col] else "·", ha="center", va="center")
+    return ax

@@ -1,0 +1,128 @@
+"""Wrong answers to notebook 04: padding and causal masks, masked attention's hard cases, combining masks."""
+
+import torch
+
+from autograder.wrong_answers import wrong_answer
+
+# The last exercise calls the first two by name, as in the notebook.
+from transformer_course.checks.nb04 import reference_causal_mask as causal_mask
+from transformer_course.checks.nb04 import reference_padding_mask as padding_mask
+
+ASSIGNMENT = "04_masking"
+
+# Exercise 1: padding_mask --------------------------------------------------------------------------------
+
+
+@wrong_answer("padding_mask", message="one position too many")
+def padding_mask_off_by_one(lengths, max_len=None):
+    max_len = int(lengths.max()) if max_len is None else max_len
+    return (torch.arange(max_len) <= lengths[:, None])[:, None, :]
+
+
+@wrong_answer("padding_mask", message="True at the padding")
+def padding_mask_marking_the_padding(lengths, max_len=None):
+    max_len = int(lengths.max()) if max_len is None else max_len
+    return (torch.arange(max_len) >= lengths[:, None])[:, None, :]
+
+
+@wrong_answer("padding_mask", message="add an axis for the queries")
+def padding_mask_without_query_axis(lengths, max_len=None):
+    max_len = int(lengths.max()) if max_len is None else max_len
+    return torch.arange(max_len) < lengths[:, None]
+
+
+@wrong_answer("padding_mask", message="wrong shape")
+def padding_mask_ignoring_max_len(lengths, max_len=None):
+    return (torch.arange(int(lengths.max())) < lengths[:, None])[:, None, :]
+
+
+@wrong_answer("padding_mask", message="return a boolean mask")
+def padding_mask_of_floats(lengths, max_len=None):
+    max_len = int(lengths.max()) if max_len is None else max_len
+    return (torch.arange(max_len) < lengths[:, None]).float()[:, None, :]
+
+
+# Exercise 2: causal_mask ---------------------------------------------------------------------------------
+
+
+@wrong_answer("causal_mask", message="hides the diagonal")
+def causal_mask_hiding_the_diagonal(n):
+    return torch.ones(n, n, dtype=torch.bool).tril(diagonal=-1)
+
+
+@wrong_answer("causal_mask", message="hides the past instead of the future")
+def causal_mask_hiding_the_past(n):
+    return torch.ones(n, n, dtype=torch.bool).triu()
+
+
+@wrong_answer("causal_mask", message="additive mask")
+def causal_mask_additive(n):
+    return torch.full((n, n), float("-inf")).triu(diagonal=1)
+
+
+# Exercise 3: masked_attention ----------------------------------------------------------------------------
+
+
+@wrong_answer("masked_attention", message="softmax of all -inf is 0/0 = nan")
+def attention_filling_minus_infinity(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("masked_attention", message="the gradient of q holds nan")
+def attention_adding_minus_infinity_then_replacing_nan(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores + torch.zeros(mask.shape).masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    return weights @ v, weights
+
+
+@wrong_answer("masked_attention", message="applied after the softmax")
+def attention_masking_after_the_softmax(q, k, v, mask=None):
+    weights = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    return weights @ v, weights
+
+
+@wrong_answer("masked_attention", message="masked pairs get weight")
+def attention_forgetting_to_zero_empty_rows(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("masked_attention", message="your mask is inverted")
+def attention_with_inverted_mask(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(mask, 0.0)
+    return weights @ v, weights
+
+
+# Exercise 4: decoder_mask --------------------------------------------------------------------------------
+
+
+@wrong_answer("decoder_mask", message="the padded keys are visible")
+def decoder_mask_without_padding(lengths):
+    n = int(lengths.max())
+    return causal_mask(n).expand(len(lengths), n, n)
+
+
+@wrong_answer("decoder_mask", message="returned only the padding mask")
+def decoder_mask_without_causality(lengths):
+    return padding_mask(lengths)
+
+
+@wrong_answer("decoder_mask", message="combine with &, not |")
+def decoder_mask_with_or(lengths):
+    return padding_mask(lengths) | causal_mask(int(lengths.max()))

@@ -1,0 +1,237 @@
+"""Checks for notebook 04, masking.
+
+Oracles: ``torch.nn.utils.rnn.pad_sequence`` for which positions are real; ``F.scaled_dot_product_attention``
+with ``is_causal=True`` for which keys a query may see, and with an explicit mask for the results (it gives a
+query with no visible key zero weights and a zero output, the course's convention); closed-form tables;
+causality as a property: changing future tokens never changes earlier outputs.
+"""
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch.nn.utils.rnn import pad_sequence
+
+from .. import reference
+from . import (
+    CheckFailed,
+    call_learner,
+    earlier_exercises_replaced,
+    expect_close,
+    expect_tensor,
+    learner_facing,
+    passed,
+    seeded_randn,
+    shape_of,
+)
+
+
+def reference_padding_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.Tensor:
+    """(batch, 1, max_len), True at the real positions, from PyTorch's own padding utility."""
+    sizes = [int(length) for length in lengths]
+    max_len = max(sizes, default=0) if max_len is None else max_len
+    rows = [torch.ones(size, dtype=torch.bool) for size in sizes]
+    padded = pad_sequence([*rows, torch.zeros(max_len, dtype=torch.bool)], batch_first=True)[:-1]  # (batch, max_len)
+    return padded[:, None, :]
+
+
+def reference_causal_mask(n: int) -> torch.Tensor:
+    """(n, n), True where PyTorch's causal attention lets query i see key j."""
+    zeros = torch.zeros(n, 1)  # equal scores, so every visible key gets weight > 0
+    return F.scaled_dot_product_attention(zeros, zeros, torch.eye(n), is_causal=True) > 0
+
+
+def _expect_boolean(mask, name: str, shape) -> torch.Tensor:
+    if isinstance(mask, torch.Tensor) and mask.dtype != torch.bool:
+        if mask.is_floating_point() and (mask == float("-inf")).any():
+            raise CheckFailed(
+                f"{name} returned an additive mask (0 and -inf). Return a boolean mask, True where attention "
+                "is allowed; attention turns it into scores of -inf."
+            )
+        raise CheckFailed(f"{name} returned dtype {mask.dtype}; return a boolean mask (dtype torch.bool).")
+    return expect_tensor(mask, name, shape, torch.bool)
+
+
+# Exercise 1 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_padding_mask(padding_mask: Callable, seed: int = 0) -> None:
+    """Check the mask of real positions for given lengths, with and without max_len, zero lengths included."""
+    cases = [(torch.tensor([3, 1, 4]), None), (torch.tensor([2, 0, 5, 1]), 6), (torch.tensor([0, 0]), 3)]
+    for lengths, max_len in cases:
+        expected = reference_padding_mask(lengths, max_len)  # (batch, 1, max_len)
+        args = (lengths,) if max_len is None else (lengths, max_len)
+        call = (
+            f"padding_mask(torch.tensor({lengths.tolist()})" + ("" if max_len is None else f", max_len={max_len}") + ")"
+        )
+        mask = call_learner(padding_mask, *args, call=call)
+        if isinstance(mask, torch.Tensor) and mask.shape == expected.shape[::2]:
+            raise CheckFailed(
+                f"{call} returned shape {shape_of(mask)}; add an axis for the queries, (batch, 1, max_len), so "
+                "the mask broadcasts over every query's row of scores."
+            )
+        mask = _expect_boolean(mask, "padding_mask", expected.shape)
+        if torch.equal(mask, ~expected):
+            raise CheckFailed(
+                f"{call}: your mask is True at the padding. In this course True means a key may be attended "
+                "to: True at the real positions j < length."
+            )
+        one_more = reference_padding_mask(lengths + 1, expected.shape[-1] + 1)[..., : expected.shape[-1]]
+        if torch.equal(mask, one_more):
+            raise CheckFailed(f"{call}: one position too many is True: positions 0 … length-1 are real (j < length).")
+        if not torch.equal(mask, expected):
+            raise CheckFailed(f"{call}: expected\n{expected.squeeze(1).int()}\ngot\n{mask.squeeze(1).int()}")
+    passed("padding_mask", "True at the real positions, shape (batch, 1, max_len), zero lengths included")
+
+
+# Exercise 2 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_causal_mask(causal_mask: Callable, seed: int = 0) -> None:
+    """Check the causal mask against a table and PyTorch's is_causal attention."""
+    table = torch.tensor([[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.bool)
+    for n in (4, 1, 7, 0):
+        expected = table if n == 4 else reference_causal_mask(n) if n else torch.ones(0, 0, dtype=torch.bool)
+        mask = _expect_boolean(call_learner(causal_mask, n, call=f"causal_mask({n})"), "causal_mask", (n, n))
+        if n > 1 and torch.equal(mask, expected.tril(-1)):
+            raise CheckFailed(
+                f"causal_mask({n}) hides the diagonal: a position may attend to itself (j ≤ i), only the future "
+                "(j > i) is hidden."
+            )
+        if n > 1 and torch.equal(mask, expected.T):
+            raise CheckFailed(f"causal_mask({n}) hides the past instead of the future: query i may see keys j ≤ i.")
+        if not torch.equal(mask, expected):
+            raise CheckFailed(f"causal_mask({n}): expected\n{expected.int()}\ngot\n{mask.int()}")
+    q, k, v = (seeded_randn(2, 5, 4, seed=seed + i) for i in range(3))  # (batch, seq, d)
+    ours = reference.attention(q, k, v, causal_mask(5))[0]
+    expect_close(ours, F.scaled_dot_product_attention(q, k, v, is_causal=True), "attention with causal_mask(5)")
+    passed("causal_mask", "query i sees keys j ≤ i, as PyTorch's is_causal attention does")
+
+
+# Exercise 3 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_masked_attention(masked_attention: Callable, seed: int = 0) -> None:
+    """Check zero weight where masked, rows with no visible key, finite gradients, causality, and agreement
+    with PyTorch's attention."""
+    q = seeded_randn(2, 2, 5, 4, seed=seed)  # (batch, heads, n_q=5, d_k)
+    k = seeded_randn(2, 2, 6, 4, seed=seed + 1)  # (batch, heads, n_k=6, d_k)
+    v = seeded_randn(2, 2, 6, 3, seed=seed + 2)  # (batch, heads, n_k, d_v)
+    mask = seeded_randn(2, 1, 5, 6, seed=seed + 3) > 0  # (batch, 1, n_q, n_k), broadcast over heads
+    mask[..., 0] = True  # first: every query sees some key
+    _check_against_pytorch(masked_attention, q, k, v, mask, "a random mask")
+    mask[0, :, 1, :] = False  # query 1 of the first sequence sees nothing
+    mask[1] = False  # the second sequence is empty, as for a sentence of length 0
+    _check_against_pytorch(masked_attention, q, k, v, mask, "rows with no visible key")
+    _check_gradients_stay_finite(masked_attention, q, k, v, mask)
+    _check_unmasked(masked_attention, q, k, v)
+    _check_causality(masked_attention, seed)
+    passed("masked_attention", "masked pairs get zero weight, empty rows give zeros, no nan anywhere, causal")
+
+
+def _check_against_pytorch(masked_attention: Callable, q, k, v, mask, what: str) -> None:
+    call = f"masked_attention(q, k, v, mask) with {what} (q {shape_of(q)}, k {shape_of(k)}, mask {shape_of(mask)})"
+    result = call_learner(masked_attention, q, k, v, mask, call=call)
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise CheckFailed(f"{call} must return a pair (outputs, weights); got {type(result).__name__}.")
+    outputs, weights = result
+    expect_tensor(weights, "the weights", (*q.shape[:-1], k.shape[-2]), q.dtype)
+    expect_tensor(outputs, "the outputs", (*q.shape[:-1], v.shape[-1]), q.dtype)
+    if torch.isnan(weights).any() or torch.isnan(outputs).any():
+        raise CheckFailed(
+            f"{call}: nan in the results. A query whose keys are all masked has scores that are all -inf, and "
+            "softmax of all -inf is 0/0 = nan. Fill masked scores with torch.finfo(scores.dtype).min instead, "
+            "and set the weights of masked pairs to 0 after the softmax: such a row gets zero weights and a "
+            "zero output."
+        )
+    blocked = ~mask.expand_as(weights)
+    if (weights[blocked] != 0).any():
+        if (weights[~blocked] == 0).all():
+            raise CheckFailed(f"{call}: your mask is inverted; True means the query may attend to the key.")
+        raise CheckFailed(
+            f"{call}: masked pairs get weight {weights[blocked].abs().max().item():.3g}; they must get exactly 0. "
+            "Fill their scores before the softmax, and zero their weights after it."
+        )
+    visible = mask.expand_as(weights).any(dim=-1)  # (..., n_q): rows with at least one visible key
+    if not torch.allclose(weights.sum(dim=-1)[visible], torch.ones(())):
+        raise CheckFailed(
+            f"{call}: rows with visible keys do not sum to 1: the mask was applied after the softmax. Mask the "
+            "scores before it, so the visible keys share all the weight."
+        )
+    expected_outputs, expected_weights = reference.attention(q, k, v, mask)
+    expect_close(weights, expected_weights, f"{call}: the weights, compared with PyTorch's attention")
+    expect_close(outputs, expected_outputs, f"{call}: the outputs, compared with PyTorch's attention")
+
+
+def _check_gradients_stay_finite(masked_attention: Callable, q, k, v, mask) -> None:
+    q, k, v = (tensor.detach().clone().requires_grad_() for tensor in (q, k, v))
+    outputs, _ = masked_attention(q, k, v, mask)
+    outputs.sum().backward()
+    for name, tensor in (("q", q), ("k", k), ("v", v)):
+        if not torch.isfinite(tensor.grad).all():
+            raise CheckFailed(
+                f"masked_attention: the outputs are fine, but the gradient of {name} holds nan. Softmax over a "
+                "row of -inf is nan in the backward pass too, even if its result is replaced afterwards, and "
+                "adding a mask to the scores carries that nan back to q and k. Fill masked scores with "
+                "torch.finfo(scores.dtype).min (masked_fill) instead of adding -inf."
+            )
+
+
+def _check_unmasked(masked_attention: Callable, q, k, v) -> None:
+    call = "masked_attention(q, k, v) with no mask"
+    result = call_learner(masked_attention, q, k, v, call=call)
+    expected_outputs, expected_weights = reference.attention(q, k, v)
+    expect_close(result[1], expected_weights, f"{call}: the weights")
+    expect_close(result[0], expected_outputs, f"{call}: the outputs")
+
+
+def _check_causality(masked_attention: Callable, seed: int) -> None:
+    x = seeded_randn(1, 6, 4, seed=seed + 5)  # (batch, seq, d)
+    changed = x.clone()
+    changed[:, 3:] = seeded_randn(1, 3, 4, seed=seed + 6)  # new tokens from position 3 on
+    causal = reference_causal_mask(6)
+    before = call_learner(masked_attention, x, x, x, causal, call="masked_attention(x, x, x, causal mask)")[0]
+    after = call_learner(masked_attention, changed, changed, changed, causal, call="masked_attention on new tokens")[0]
+    if not torch.allclose(before[:, :3], after[:, :3], atol=1e-6):
+        raise CheckFailed(
+            "masked_attention with a causal mask: changing tokens 3, 4, 5 changed the outputs at positions 0, 1, 2, "
+            "so information leaks from the future."
+        )
+    expect_close(
+        before, F.scaled_dot_product_attention(x, x, x, is_causal=True), "causal masked_attention vs is_causal"
+    )
+
+
+# Exercise 4 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_decoder_mask(decoder_mask: Callable, seed: int = 0) -> None:
+    """Check the combined padding and causal mask of a batch of target sentences."""
+    stand_ins = {"padding_mask": reference_padding_mask, "causal_mask": reference_causal_mask}
+    with earlier_exercises_replaced(decoder_mask, **stand_ins):
+        for lengths in (torch.tensor([4, 2, 0]), torch.tensor([3, 3]), torch.tensor([1, 5])):
+            n = int(lengths.max())
+            padding, causal = reference_padding_mask(lengths), reference_causal_mask(n)
+            call = f"decoder_mask(torch.tensor({lengths.tolist()}))"
+            mask = call_learner(decoder_mask, lengths, call=call)
+            if isinstance(mask, torch.Tensor) and mask.shape == padding.shape and mask.dtype == torch.bool:
+                raise CheckFailed(
+                    f"{call} returned only the padding mask, {shape_of(mask)}; combine it with causal_mask(n)."
+                )
+            mask = _expect_boolean(mask, "decoder_mask", (len(lengths), n, n))
+            if torch.equal(mask, causal.expand_as(mask)) and not padding.all():
+                raise CheckFailed(
+                    f"{call}: the padded keys are visible; combine the causal mask with the padding mask."
+                )
+            if torch.equal(mask, padding | causal):
+                raise CheckFailed(f"{call}: a key must be real AND not in the future: combine with &, not |.")
+            expected = padding & causal  # (batch, n, n)
+            if not torch.equal(mask, expected):
+                raise CheckFailed(
+                    f"{call}: for the first sentence, expected\n{expected[0].int()}\ngot\n{mask[0].int()}"
+                )
+    passed("decoder_mask", "each query sees the real keys up to itself")

@@ -1,0 +1,70 @@
+"""The checks of notebook 04 accept correct answers written in different ways and explain stubs.
+
+(Kept wrong answers are rejected: tests/test_wrong_answers.py.)
+"""
+
+import pytest
+import torch
+
+from transformer_course.checks import CheckFailed, nb04
+
+
+def padding_mask_by_loop(lengths, max_len=None):
+    max_len = int(lengths.max()) if max_len is None else max_len
+    mask = torch.zeros(len(lengths), 1, max_len, dtype=torch.bool)
+    for row, length in enumerate(lengths):
+        mask[row, 0, :length] = True
+    return mask
+
+
+def causal_mask_by_comparison(n):
+    positions = torch.arange(n)
+    return positions[None, :] <= positions[:, None]
+
+
+def masked_attention_with_where(q, k, v, mask=None):
+    scores = q @ k.mT / q.shape[-1] ** 0.5
+    if mask is None:
+        weights = torch.softmax(scores, dim=-1)
+    else:
+        weights = torch.softmax(torch.where(mask, scores, torch.finfo(scores.dtype).min), dim=-1)
+        weights = torch.where(mask, weights, torch.zeros(()))
+    return weights @ v, weights
+
+
+def masked_attention_with_minus_infinity_and_nan_to_num(q, k, v, mask=None):
+    # masked_fill blocks the gradient of filled positions, so -inf followed by nan_to_num is correct too
+    scores = q @ k.mT / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    return weights @ v, weights
+
+
+def test_checks_accept_correct_answers_written_differently():
+    nb04.check_padding_mask(padding_mask_by_loop)
+    nb04.check_causal_mask(causal_mask_by_comparison)
+    nb04.check_masked_attention(masked_attention_with_where)
+    nb04.check_masked_attention(masked_attention_with_minus_infinity_and_nan_to_num)
+    nb04.check_decoder_mask(lambda lengths: padding_mask_by_loop(lengths) & causal_mask_by_comparison(max(lengths)))
+
+
+def test_reference_masks_agree_with_closed_forms():
+    assert nb04.reference_padding_mask(torch.tensor([2, 0]), 3).squeeze(1).tolist() == [
+        [True, True, False],
+        [False, False, False],
+    ]
+    assert torch.equal(nb04.reference_causal_mask(3), torch.ones(3, 3, dtype=torch.bool).tril())
+
+
+def raise_not_implemented(*args, **kwargs):
+    raise NotImplementedError()
+
+
+@pytest.mark.parametrize(
+    "check",
+    [nb04.check_padding_mask, nb04.check_causal_mask, nb04.check_masked_attention, nb04.check_decoder_mask],
+)
+def test_a_stub_is_reported_as_not_implemented_yet(check):
+    with pytest.raises(CheckFailed, match="is not implemented yet"):
+        check(raise_not_implemented)

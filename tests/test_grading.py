@@ -26,7 +26,7 @@ def graded(tmp_path_factory):
         course.submit("untouched", assignment, course.released(assignment))
         for submission in wrong_answer_submissions(assignment, course.released(assignment)):
             course.submit(submission.student, assignment, submission.notebooks)
-            wrong |= {answer.mistake: submission for answer in submission.wrong_answers}
+            wrong |= {answer.label: submission for answer in submission.wrong_answers}
         course.autograde(assignment)
         course.feedback(assignment)
     grades = {(row["student_id"], row["assignment"]): row for row in course.grades()}
@@ -62,10 +62,10 @@ def test_untouched_student_versions_get_zero_and_fail_every_test(graded, assignm
     assert all("is not implemented yet" in error for error in failed.values()), failed
 
 
-@pytest.mark.parametrize("answer", all_wrong_answers(), ids=lambda answer: answer.mistake)
+@pytest.mark.parametrize("answer", all_wrong_answers(), ids=lambda answer: answer.label)
 def test_wrong_answer_loses_its_exercise_points_with_a_message(graded, answer: WrongAnswer):
     course, grades, wrong = graded
-    submission = wrong[answer.mistake]
+    submission = wrong[answer.label]
     failed = course.failed_tests(submission.student, answer.assignment)
     test_cell = f"test_{answer.exercise}"
     assert test_cell in failed, f"{answer.mistake} passed {test_cell}"

@@ -4,11 +4,13 @@ This is the fast proof, calling the check helpers directly; tests/test_grading.p
 through nbgrader's autograde.
 """
 
+import functools
 import importlib
 import inspect
 
 import pytest
 
+from autograder.submissions import solution_notebooks
 from autograder.wrong_answers import WrongAnswer, all_wrong_answers
 from transformer_course.checks import CheckFailed
 
@@ -21,27 +23,37 @@ def check_for(answer: WrongAnswer):
     return getattr(checks, answer.check_name)
 
 
+@functools.cache
+def notebook_imports(assignment: str) -> dict:
+    """The names a learner's cell sees: what the solution notebook's first code cell (its set-up) defines."""
+    notebook = next(iter(solution_notebooks(assignment).values()))
+    namespace = {}
+    exec(next(cell.source for cell in notebook.cells if cell.cell_type == "code"), namespace)
+    return namespace
+
+
 def as_typed_in_the_notebook(answer: WrongAnswer):
-    """The wrong answer run from its source, with only what a notebook has: imported modules and the names
-    standing for earlier exercises, nothing private to the wrong-answers module."""
+    """The wrong answer run from its source, with the notebook's imports and correct stand-ins for the
+    earlier exercises it calls; nothing else of the wrong-answers module."""
     module = inspect.getmodule(answer.function)
-    namespace = {
+    stand_ins = {
         name: value
         for name, value in vars(module).items()
-        if inspect.ismodule(value) or getattr(value, "__module__", "").startswith("transformer_course")
+        if not inspect.ismodule(value) and getattr(value, "__module__", "").startswith("transformer_course")
     }
+    namespace = {**notebook_imports(answer.assignment), **stand_ins}
     exec(compile(answer.source, f"<{answer.mistake}>", "exec"), namespace)
     return namespace[answer.exercise]
 
 
-@pytest.mark.parametrize("answer", WRONG_ANSWERS, ids=lambda answer: answer.mistake)
+@pytest.mark.parametrize("answer", WRONG_ANSWERS, ids=lambda answer: answer.label)
 def test_check_rejects_wrong_answer_and_names_the_mistake(answer: WrongAnswer):
     with pytest.raises(CheckFailed) as failure:
         check_for(answer)(as_typed_in_the_notebook(answer))
     assert answer.message in str(failure.value)
 
 
-@pytest.mark.parametrize("answer", WRONG_ANSWERS, ids=lambda answer: answer.mistake)
+@pytest.mark.parametrize("answer", WRONG_ANSWERS, ids=lambda answer: answer.label)
 def test_source_is_renamed_to_the_graded_function(answer: WrongAnswer):
     assert f"def {answer.exercise}(" in answer.source or f"class {answer.exercise}(" in answer.source
     assert "@wrong_answer" not in answer.source

@@ -22,6 +22,11 @@ class WrongAnswer:
     function: Callable
 
     @property
+    def label(self) -> str:
+        """A name unique across the course: the notebook's number and the mistake."""
+        return f"{self.assignment[:2]}:{self.mistake}"
+
+    @property
     def check_name(self) -> str:
         """The check of the exercise in transformer_course.checks: check_softmax, check_single_head_attention."""
         return "check_" + re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", self.exercise).lower()

@@ -1,7 +1,5 @@
 """Wrong answers to notebook 03: reshaping into heads, merging them back, and the multi-head module."""
 
-import math
-
 from torch import nn
 
 from autograder.wrong_answers import wrong_answer
@@ -98,7 +96,7 @@ class MultiHeadAttentionScaledByModelSize(nn.Module):
         q = split_heads(self.query(x), self.num_heads)
         k = split_heads(self.key(context), self.num_heads)
         v = split_heads(self.value(context), self.num_heads)
-        scale = 1 / math.sqrt(x.shape[-1])
+        scale = x.shape[-1] ** -0.5
         outputs, weights = attention(q, k, v, None if mask is None else mask.unsqueeze(-3), scale=scale)
         return self.output(merge_heads(outputs)), weights
 

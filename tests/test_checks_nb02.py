@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tests.stubs import StubModule, raise_not_implemented
 from transformer_course.checks import CheckFailed, nb02
 
 
@@ -42,22 +43,12 @@ def test_checks_accept_correct_answers_written_differently():
     nb02.check_single_head_attention(AttentionWithBiasAndPyTorchKernel)
 
 
-class Stub(nn.Module):
-    def __init__(self, d_model, d_k, d_v):
-        super().__init__()
-        raise NotImplementedError()
-
-
-def raise_not_implemented(*args, **kwargs):
-    raise NotImplementedError()
-
-
 @pytest.mark.parametrize(
     ("check", "stub"),
     [
         (nb02.check_attention_entropy, raise_not_implemented),
         (nb02.check_scaled_dot_product_attention, raise_not_implemented),
-        (nb02.check_single_head_attention, Stub),
+        (nb02.check_single_head_attention, StubModule),
     ],
 )
 def test_a_stub_is_reported_as_not_implemented_yet(check, stub):

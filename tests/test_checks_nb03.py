@@ -7,6 +7,7 @@ import pytest
 import torch
 from torch import nn
 
+from tests.stubs import StubModule, raise_not_implemented
 from transformer_course.checks import CheckFailed, nb03
 from transformer_course.reference import attention
 
@@ -49,22 +50,12 @@ def test_the_twin_is_nn_multihead_attention_with_the_same_weights():
     assert torch.allclose(module(x)[0], twin(x, x, x)[0], atol=1e-6)
 
 
-class Stub(nn.Module):
-    def __init__(self, d_model, num_heads):
-        super().__init__()
-        raise NotImplementedError()
-
-
-def raise_not_implemented(*args, **kwargs):
-    raise NotImplementedError()
-
-
 @pytest.mark.parametrize(
     ("check", "stub"),
     [
         (nb03.check_split_heads, raise_not_implemented),
         (nb03.check_merge_heads, raise_not_implemented),
-        (nb03.check_multi_head_attention, Stub),
+        (nb03.check_multi_head_attention, StubModule),
     ],
 )
 def test_a_stub_is_reported_as_not_implemented_yet(check, stub):

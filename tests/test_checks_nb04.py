@@ -6,6 +6,7 @@
 import pytest
 import torch
 
+from tests.stubs import raise_not_implemented
 from transformer_course.checks import CheckFailed, nb04
 
 
@@ -55,10 +56,6 @@ def test_reference_masks_agree_with_closed_forms():
         [False, False, False],
     ]
     assert torch.equal(nb04.reference_causal_mask(3), torch.ones(3, 3, dtype=torch.bool).tril())
-
-
-def raise_not_implemented(*args, **kwargs):
-    raise NotImplementedError()
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ def test_heatmap_labels_rows_as_queries_and_columns_as_keys():
 
 
 def test_heatmap_rejects_labels_that_do_not_match_the_weights():
-    with pytest.raises(ValueError, match=r"expected weights of shape \(2, 2\)"):
+    with pytest.raises(ValueError, match=r"expected a matrix of shape \(2, 2\)"):
         attention_heatmap(torch.eye(3), ["a", "b"], ["a", "b"])
 
 
@@ -43,5 +43,5 @@ def test_mask_heatmap_marks_allowed_cells_and_checks_the_shape():
     ax = mask_heatmap(torch.ones(3, 3, dtype=torch.bool).tril(), list("abc"), list("abc"))
     assert [text.get_text() for text in ax.texts].count("✓") == 6
     plt.close(ax.figure)
-    with pytest.raises(ValueError, match=r"expected a mask of shape \(2, 3\)"):
+    with pytest.raises(ValueError, match=r"expected a matrix of shape \(2, 3\)"):
         mask_heatmap(torch.ones(3, 3, dtype=torch.bool), list("ab"), list("abc"))

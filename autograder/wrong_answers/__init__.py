@@ -3,6 +3,9 @@
 Each notebook has a module here, ``nbNN_<assignment>.py``, whose functions are written as a learner might
 write them and registered with :func:`wrong_answer`. The name of a function says what the mistake is;
 the ``message`` is a phrase the failing check must show, so a learner is told what went wrong.
+
+Each is written out in full, as a learner's cell would be, even where that repeats the code of its
+neighbours: it is graded as that cell, with only the notebook's own imports around it.
 """
 
 import importlib

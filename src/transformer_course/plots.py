@@ -6,6 +6,25 @@ import matplotlib.pyplot as plt
 import torch
 
 
+def _query_key_grid(
+    matrix: torch.Tensor, query_labels: Sequence[str], key_labels: Sequence[str], title: str, ax: plt.Axes | None
+) -> plt.Axes:
+    """Axes for a (queries, keys) matrix: checked shape, labelled ticks, queries down and keys across."""
+    if tuple(matrix.shape) != (len(query_labels), len(key_labels)):
+        raise ValueError(
+            f"expected a matrix of shape ({len(query_labels)}, {len(key_labels)}) to match the labels, "
+            f"got {tuple(matrix.shape)}"
+        )
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.8 * len(key_labels) + 2, 0.6 * len(query_labels) + 1.5))
+    ax.set_xticks(range(len(key_labels)), key_labels, rotation=45, ha="right")
+    ax.set_yticks(range(len(query_labels)), query_labels)
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query (output position)")
+    ax.set_title(title)
+    return ax
+
+
 def attention_heatmap(
     weights: torch.Tensor,
     query_labels: Sequence[str],
@@ -15,19 +34,8 @@ def attention_heatmap(
 ) -> plt.Axes:
     """Draw a (queries, keys) weight matrix with its values written in the cells; rows are queries."""
     weights = weights.detach().cpu().numpy()
-    if weights.ndim != 2 or weights.shape != (len(query_labels), len(key_labels)):
-        raise ValueError(
-            f"expected weights of shape ({len(query_labels)}, {len(key_labels)}) to match the labels, "
-            f"got {tuple(weights.shape)}"
-        )
-    if ax is None:
-        _, ax = plt.subplots(figsize=(0.8 * len(key_labels) + 2, 0.6 * len(query_labels) + 1.5))
+    ax = _query_key_grid(weights, query_labels, key_labels, title, ax)
     image = ax.imshow(weights, cmap="Blues", vmin=0.0, vmax=1.0)
-    ax.set_xticks(range(len(key_labels)), key_labels, rotation=45, ha="right")
-    ax.set_yticks(range(len(query_labels)), query_labels)
-    ax.set_xlabel("key (attended to)")
-    ax.set_ylabel("query (output position)")
-    ax.set_title(title)
     for row, col in ((r, c) for r in range(len(query_labels)) for c in range(len(key_labels))):
         value = float(weights[row, col])
         ax.text(col, row, f"{value:.2f}", ha="center", va="center", color="white" if value > 0.6 else "black")
@@ -88,16 +96,8 @@ def mask_heatmap(
 ) -> plt.Axes:
     """Draw a boolean (queries, keys) mask: a filled cell where the query may attend to the key."""
     mask = mask.detach().cpu()
-    if mask.shape != (len(query_labels), len(key_labels)):
-        raise ValueError(f"expected a mask of shape ({len(query_labels)}, {len(key_labels)}), got {tuple(mask.shape)}")
-    if ax is None:
-        _, ax = plt.subplots(figsize=(0.7 * len(key_labels) + 1.5, 0.6 * len(query_labels) + 1.5))
+    ax = _query_key_grid(mask, query_labels, key_labels, title, ax)
     ax.imshow(mask.float().numpy(), cmap="Greens", vmin=0.0, vmax=1.4)
-    ax.set_xticks(range(len(key_labels)), key_labels, rotation=45, ha="right")
-    ax.set_yticks(range(len(query_labels)), query_labels)
-    ax.set_xlabel("key")
-    ax.set_ylabel("query")
-    ax.set_title(title)
     for row, col in ((r, c) for r in range(len(query_labels)) for c in range(len(key_labels))):
         ax.text(col, row, "✓" if mask[row, col] else "·", ha="center", va="center")
     return ax

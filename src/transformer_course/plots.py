@@ -52,14 +52,16 @@ def curves(
     ax: plt.Axes | None = None,
     log_x: bool = False,
     log_y: bool = False,
+    marker: str = "o",
 ) -> plt.Axes:
-    """Plot several named curves over the same x values, with markers at the measured points."""
+    """Plot several named curves over the same x values, with markers at the measured points (marker="" for
+    none, for dense curves)."""
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3.5))
     for label, values in series.items():
         if len(values) != len(x):
             raise ValueError(f"series {label!r} has {len(values)} values for {len(x)} x values")
-        ax.plot(x, values, marker="o", label=label)
+        ax.plot(x, values, marker=marker, label=label)
     ax.set_xscale("log" if log_x else "linear")
     ax.set_yscale("log" if log_y else "linear")
     ax.set_xlabel(xlabel)

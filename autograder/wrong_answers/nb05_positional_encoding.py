@@ -1,0 +1,146 @@
+"""Wrong answers to notebook 05: the sinusoidal encoding, its shift matrix, learned position embeddings."""
+
+import math
+
+import torch
+from torch import nn
+
+from autograder.wrong_answers import wrong_answer
+
+ASSIGNMENT = "05_positional_encoding"
+
+# Exercise 1: sinusoidal_encoding -------------------------------------------------------------------------
+
+
+@wrong_answer("sinusoidal_encoding", message="sin and cos are swapped")
+def encoding_with_sin_and_cos_swapped(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] / n ** (torch.arange(0, d, 2) / d)
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2] = torch.cos(angles)
+    encoding[:, 1::2] = torch.sin(angles)
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="the exponent uses i/d")
+def encoding_with_exponent_i_over_d(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] / n ** (torch.arange(d // 2) / d)
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2] = torch.sin(angles)
+    encoding[:, 1::2] = torch.cos(angles)
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="interleave them")
+def encoding_with_sines_then_cosines(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] / n ** (torch.arange(0, d, 2) / d)
+    return torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
+
+
+@wrong_answer("sinusoidal_encoding", message="both columns of a pair share 2i/d")
+def encoding_with_own_exponent_per_column(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] / n ** (torch.arange(d) / d)
+    encoding = torch.sin(angles)
+    encoding[:, 1::2] = torch.cos(angles[:, 1::2])
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="the base n=100.0 was ignored")
+def encoding_ignoring_n(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] / 10000 ** (torch.arange(0, d, 2) / d)
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2] = torch.sin(angles)
+    encoding[:, 1::2] = torch.cos(angles)
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="positions start at 1")
+def encoding_from_position_one(length, d, n=10000.0):
+    angles = torch.arange(1, length + 1)[:, None] / n ** (torch.arange(0, d, 2) / d)
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2] = torch.sin(angles)
+    encoding[:, 1::2] = torch.cos(angles)
+    return encoding
+
+
+# Exercise 2: shift_matrix --------------------------------------------------------------------------------
+
+
+@wrong_answer("shift_matrix", message="rotates the wrong way")
+def shift_rotating_backwards(delta, d, n=10000.0):
+    rotation = torch.zeros(d, d)
+    for i in range(0, d, 2):
+        angle = delta / n ** (i / d)
+        rotation[i : i + 2, i : i + 2] = torch.tensor(
+            [[math.cos(angle), -math.sin(angle)], [math.sin(angle), math.cos(angle)]]
+        )
+    return rotation
+
+
+@wrong_answer("shift_matrix", message="compared with P(t + Δ)")
+def shift_with_one_frequency_for_all_pairs(delta, d, n=10000.0):
+    rotation = torch.zeros(d, d)
+    for i in range(0, d, 2):
+        angle = float(delta)
+        rotation[i : i + 2, i : i + 2] = torch.tensor(
+            [[math.cos(angle), math.sin(angle)], [-math.sin(angle), math.cos(angle)]]
+        )
+    return rotation
+
+
+@wrong_answer("shift_matrix", message="mixes columns of different frequencies")
+def shift_as_one_big_rotation(delta, d, n=10000.0):
+    angle = float(delta)
+    rotation = torch.eye(d) * math.cos(angle)
+    rotation[0, -1], rotation[-1, 0] = math.sin(angle), -math.sin(angle)
+    return rotation
+
+
+# Exercise 3: LearnedPositionalEmbedding ------------------------------------------------------------------
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="add them to x")
+class PositionsWithoutTheInput(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        if x.shape[-2] > self.embedding.num_embeddings:
+            raise ValueError("longer than max_len")
+        return self.embedding(torch.arange(x.shape[-2])).expand_as(x)
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="positions are axis -2")
+class PositionsAlongTheFirstAxis(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        if x.shape[0] > self.embedding.num_embeddings:
+            raise ValueError("longer than max_len")
+        positions = self.embedding(torch.arange(x.shape[0]))  # (first axis, d)
+        return x + positions.reshape(x.shape[0], *[1] * (x.ndim - 2), x.shape[-1])
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="must raise a ValueError")
+class PositionsWithoutALengthCheck(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        seq = min(x.shape[-2], self.embedding.num_embeddings)
+        return x + torch.cat([self.embedding.weight[:seq], x.new_zeros(x.shape[-2] - seq, x.shape[-1])])
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="needs self.embedding = nn.Embedding(10, 6)")
+class PositionsAsAFixedTable(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.register_buffer("table", torch.randn(max_len, d))
+
+    def forward(self, x):
+        if x.shape[-2] > self.table.shape[0]:
+            raise ValueError("longer than max_len")
+        return x + self.table[: x.shape[-2]]

@@ -6,6 +6,7 @@ use them as oracles. A notebook never needs a learner's answer from an earlier n
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 
 def attention(
@@ -29,3 +30,118 @@ def attention(
     weights = F.scaled_dot_product_attention(q, k, identity, attn_mask=mask, scale=scale)  # (..., n_q, n_k)
     outputs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)  # (..., n_q, d_v)
     return outputs, weights
+
+
+class MultiHeadAttention(nn.Module):
+    """Notebook 03's module as reference code: PyTorch's nn.MultiheadAttention with the course's conventions.
+
+    forward(x, context=None, mask=None): queries from x (batch, n_q, d_model), keys and values from context
+    (default x); mask broadcastable to (batch, n_q, n_k), True where a query may attend to a key. Returns
+    outputs (batch, n_q, d_model) and the weights of every head (batch, heads, n_q, n_k). Every query must
+    see at least one key.
+    """
+
+    def __init__(self, d_model: int, num_heads: int):
+        super().__init__()
+        self.num_heads = num_heads
+        self.attention = nn.MultiheadAttention(d_model, num_heads, dropout=0.0, batch_first=True)
+
+    def forward(
+        self, x: torch.Tensor, context: torch.Tensor | None = None, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        context = x if context is None else context
+        hidden = None
+        if mask is not None:  # PyTorch wants True where attention is NOT allowed, one matrix per (batch, head)
+            shape = (x.shape[0], x.shape[1], context.shape[1])
+            hidden = (~mask.expand(shape)).repeat_interleave(self.num_heads, dim=0)  # (batch * heads, n_q, n_k)
+        return self.attention(x, context, context, attn_mask=hidden, average_attn_weights=False)
+
+
+class LayerNorm(nn.Module):
+    """Notebook 06's layer normalisation as reference code: a learnable gain and bias around F.layer_norm."""
+
+    def __init__(self, d: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gain = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, self.gain.shape, self.gain, self.bias, self.eps)
+
+
+class FeedForward(nn.Module):
+    """Notebook 06's position-wise feed-forward network as reference code: linear2(relu(linear1(x)))."""
+
+    def __init__(self, d_model: int, d_ff: int):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear2(F.relu(self.linear1(x)))
+
+
+def pytorch_mask(mask: torch.Tensor | None, batch: int, n_q: int, n_k: int, num_heads: int) -> torch.Tensor | None:
+    """The course's mask (True = may attend, broadcastable to (batch, n_q, n_k)) as PyTorch's layers want it:
+    True = hidden, one (n_q, n_k) matrix per batch element and head."""
+    if mask is None:
+        return None
+    return (~mask.expand(batch, n_q, n_k)).repeat_interleave(num_heads, dim=0)  # (batch * heads, n_q, n_k)
+
+
+def encoder_layer_parameters(layer: nn.Module) -> dict[str, torch.Tensor]:
+    """A course encoder layer's parameters under the names nn.TransformerEncoderLayer gives them."""
+    attention = layer.self_attention.attention
+    return {
+        "self_attn.in_proj_weight": attention.in_proj_weight,
+        "self_attn.in_proj_bias": attention.in_proj_bias,
+        "self_attn.out_proj.weight": attention.out_proj.weight,
+        "self_attn.out_proj.bias": attention.out_proj.bias,
+        "linear1.weight": layer.feed_forward.linear1.weight,
+        "linear1.bias": layer.feed_forward.linear1.bias,
+        "linear2.weight": layer.feed_forward.linear2.weight,
+        "linear2.bias": layer.feed_forward.linear2.bias,
+        "norm1.weight": layer.norm1.gain,
+        "norm1.bias": layer.norm1.bias,
+        "norm2.weight": layer.norm2.gain,
+        "norm2.bias": layer.norm2.bias,
+    }
+
+
+class EncoderLayer(nn.Module):
+    """Notebook 06's encoder layer as reference code: self-attention and feed-forward, each with a residual
+    connection and layer normalisation, after (post-LN) or before (pre-LN, norm_first=True) the sublayer.
+
+    It holds its parameters in the course's modules and computes with PyTorch's nn.TransformerEncoderLayer.
+    forward(x, mask=None): x (batch, seq, d_model); mask broadcastable to (batch, seq, seq).
+    """
+
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, norm_first: bool = False):
+        super().__init__()
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2 = LayerNorm(d_model), LayerNorm(d_model)
+        template = nn.TransformerEncoderLayer(
+            d_model, num_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first
+        )
+        self._pytorch = [template]  # in a list, so that its own parameters are not registered as ours
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        hidden = pytorch_mask(mask, x.shape[0], x.shape[1], x.shape[1], self.self_attention.num_heads)
+        return torch.func.functional_call(self._pytorch[0], encoder_layer_parameters(self), (x,), {"src_mask": hidden})
+
+
+class Encoder(nn.Module):
+    """Notebook 06's encoder stack as reference code: num_layers encoder layers, and a final layer
+    normalisation when the layers normalise first (pre-LN), as nn.TransformerEncoder(norm=...) does."""
+
+    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, norm_first: bool = False):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x if self.norm is None else self.norm(x)

@@ -1,0 +1,225 @@
+"""Wrong answers to notebook 06: layer normalisation, the feed-forward network, the encoder layer and stack."""
+
+import torch
+from torch import nn
+
+from autograder.wrong_answers import wrong_answer
+
+# Later exercises call earlier ones by name, as in the notebook; MultiHeadAttention is reference code there.
+from transformer_course.reference import EncoderLayer, FeedForward, LayerNorm, MultiHeadAttention
+
+ASSIGNMENT = "06_transformer_block"
+
+# Exercise 1: LayerNorm -----------------------------------------------------------------------------------
+
+
+@wrong_answer("LayerNorm", message="the variance is the unbiased one")
+class LayerNormWithUnbiasedVariance(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gain = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        normalised = (x - x.mean(dim=-1, keepdim=True)) / torch.sqrt(x.var(dim=-1, keepdim=True) + self.eps)
+        return normalised * self.gain + self.bias
+
+
+@wrong_answer("LayerNorm", message="eps is added to the standard deviation")
+class LayerNormWithEpsOutsideTheRoot(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gain = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        normalised = (x - x.mean(dim=-1, keepdim=True)) / (x.std(dim=-1, unbiased=False, keepdim=True) + self.eps)
+        return normalised * self.gain + self.bias
+
+
+@wrong_answer("LayerNorm", message="the statistics come from the wrong axis")
+class LayerNormOverTheBatch(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gain = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        normalised = (x - x.mean(dim=0, keepdim=True)) / torch.sqrt(
+            x.var(dim=0, unbiased=False, keepdim=True) + self.eps
+        )
+        return normalised * self.gain + self.bias
+
+
+@wrong_answer("LayerNorm", message="the gain and bias are not applied")
+class LayerNormForgettingGainAndBias(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gain = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        return (x - x.mean(dim=-1, keepdim=True)) / torch.sqrt(x.var(dim=-1, unbiased=False, keepdim=True) + self.eps)
+
+
+@wrong_answer("LayerNorm", message="needs a learnable self.gain")
+class LayerNormWithFixedGain(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.register_buffer("gain", torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        normalised = (x - x.mean(dim=-1, keepdim=True)) / torch.sqrt(
+            x.var(dim=-1, unbiased=False, keepdim=True) + self.eps
+        )
+        return normalised * self.gain + self.bias
+
+
+# Exercise 2: FeedForward ---------------------------------------------------------------------------------
+
+
+@wrong_answer("FeedForward", message="there is no activation")
+class FeedForwardWithoutActivation(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return self.linear2(self.linear1(x))
+
+
+@wrong_answer("FeedForward", message="you used GELU")
+class FeedForwardWithGelu(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return self.linear2(torch.nn.functional.gelu(self.linear1(x)))
+
+
+@wrong_answer("FeedForward", message="needs self.linear1 = nn.Linear(8, 32)")
+class FeedForwardWithTheWidthsSwapped(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_model)
+        self.linear2 = nn.Linear(d_model, d_model)
+
+    def forward(self, x):
+        return self.linear2(torch.relu(self.linear1(x)))
+
+
+# Exercise 3: EncoderLayer --------------------------------------------------------------------------------
+
+
+@wrong_answer("EncoderLayer", message="you built pre-LN")
+class EncoderLayerAlwaysPreLN(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        x = x + self.self_attention(self.norm1(x), mask=mask)[0]
+        return x + self.feed_forward(self.norm2(x))
+
+
+@wrong_answer("EncoderLayer", message="the mask had no effect")
+class EncoderLayerIgnoringTheMask(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x))[0]
+            return x + self.feed_forward(self.norm2(x))
+        x = self.norm1(x + self.self_attention(x)[0])
+        return self.norm2(x + self.feed_forward(x))
+
+
+@wrong_answer("EncoderLayer", message="compared with nn.TransformerEncoderLayer")
+class EncoderLayerWithoutTheSecondResidual(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=mask)[0]
+            return self.feed_forward(self.norm2(x))
+        x = self.norm1(x + self.self_attention(x, mask=mask)[0])
+        return self.norm2(self.feed_forward(x))
+
+
+# Exercise 4: Encoder -------------------------------------------------------------------------------------
+
+
+@wrong_answer("Encoder", message="one and the same object")
+class EncoderRepeatingOneLayer(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList([EncoderLayer(d_model, num_heads, d_ff, norm_first)] * num_layers)
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x if self.norm is None else self.norm(x)
+
+
+@wrong_answer("Encoder", message="needs self.layers = nn.ModuleList")
+class EncoderWithAPlainList(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = [EncoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers)]
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x if self.norm is None else self.norm(x)
+
+
+@wrong_answer("Encoder", message="needs a final self.norm")
+class EncoderWithoutTheFinalNorm(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers))
+        self.norm = None
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x
+
+
+@wrong_answer("Encoder", message="compared with nn.TransformerEncoder")
+class EncoderForgettingTheMask(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x)
+        return x if self.norm is None else self.norm(x)

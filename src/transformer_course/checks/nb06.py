@@ -1,0 +1,242 @@
+"""Checks for notebook 06, the transformer block.
+
+Oracles: ``nn.LayerNorm``, ``nn.TransformerEncoderLayer`` and ``nn.TransformerEncoder`` (dropout off, post-LN
+and pre-LN) with the learner's weights copied in; ``torch.autograd.gradcheck``.
+"""
+
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .. import reference
+from . import (
+    CheckFailed,
+    call_learner,
+    earlier_exercises_replaced,
+    expect_close,
+    expect_tensor,
+    learner_facing,
+    passed,
+    seeded_randn,
+    shape_of,
+)
+
+
+def _built(cls: type, *args, seed: int, call: str, **kwargs) -> nn.Module:
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        module = call_learner(cls, *args, call=call, **kwargs)
+    with torch.no_grad():  # gains and biases away from 1 and 0, so that forgetting one shows
+        for name, parameter in module.named_parameters():
+            if name.endswith(("gain", "bias")):
+                parameter.add_(0.1 * torch.randn(parameter.shape, generator=torch.Generator().manual_seed(seed)))
+    return module.eval()
+
+
+# Exercise 1 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_layer_norm(LayerNorm: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+    """Check against nn.LayerNorm with the same gain and bias, for two eps values, and the gradients."""
+    for d, eps, shape in [(8, 1e-5, (2, 5, 8)), (6, 0.1, (3, 6))]:
+        call = f"LayerNorm({d}, eps={eps})"
+        norm = _built(LayerNorm, d, eps=eps, seed=seed, call=call)
+        for name, default in (("gain", 1.0), ("bias", 0.0)):
+            parameter = getattr(norm, name, None)
+            if not isinstance(parameter, nn.Parameter) or parameter.shape != (d,):
+                raise CheckFailed(
+                    f"{call} needs a learnable self.{name} = nn.Parameter of shape ({d},), starting at {default:g}."
+                )
+        twin = nn.LayerNorm(d, eps=eps)
+        with torch.no_grad():
+            twin.weight.copy_(norm.gain)
+            twin.bias.copy_(norm.bias)
+        x = 3 * seeded_randn(*shape, seed=seed) + 1  # features far from mean 0 and variance 1
+        out = expect_tensor(
+            call_learner(norm, x, call=f"{call}(x) with x {shape_of(x)}"), "LayerNorm", x.shape, x.dtype
+        )
+        with torch.no_grad():
+            expected = twin(x)
+        if not torch.allclose(out, expected, atol=1e-5):
+            _diagnose_layer_norm(out, x, norm, eps, call)
+        expect_close(out, expected, f"{call}(x), compared with nn.LayerNorm")
+    _gradcheck(LayerNorm, seed)
+    passed("LayerNorm", "equals nn.LayerNorm: biased variance, eps inside the square root, learnable gain and bias")
+
+
+def _diagnose_layer_norm(out, x, norm, eps, call: str) -> None:
+    gain, bias = norm.gain.detach(), norm.bias.detach()
+    mean = x.mean(dim=-1, keepdim=True)
+    centred = x - mean
+    mistakes = {
+        "the variance is the unbiased one (divided by d - 1): layer normalisation divides by d "
+        "(x.var(dim=-1, unbiased=False, keepdim=True))": centred / torch.sqrt(x.var(dim=-1, keepdim=True) + eps),
+        "eps is added to the standard deviation; it goes inside the square root: sqrt(var + eps)": centred
+        / (x.std(dim=-1, unbiased=False, keepdim=True) + eps),
+        "the statistics come from the wrong axis; normalise each position over its features (dim=-1)": (
+            x - x.mean(dim=0, keepdim=True)
+        )
+        / torch.sqrt(x.var(dim=0, unbiased=False, keepdim=True) + eps),
+    }
+    for mistake, normalised in mistakes.items():
+        if torch.allclose(out, normalised * gain + bias, atol=1e-5):
+            raise CheckFailed(f"{call}: {mistake}.")
+    plain = F.layer_norm(x, x.shape[-1:], eps=eps)
+    if torch.allclose(out, plain, atol=1e-5):
+        raise CheckFailed(f"{call}: the gain and bias are not applied: return normalised * self.gain + self.bias.")
+
+
+def _gradcheck(LayerNorm: type, seed: int) -> None:  # noqa: N803
+    norm = _built(LayerNorm, 4, seed=seed, call="LayerNorm(4)").double()
+    x = seeded_randn(3, 4, seed=seed + 1, dtype=torch.float64).requires_grad_()
+    if not torch.autograd.gradcheck(norm, (x,), raise_exception=False):
+        raise CheckFailed("LayerNorm's gradients differ from numerical ones: is every step a tensor operation?")
+
+
+# Exercise 2 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_feed_forward(FeedForward: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+    """Check linear2(relu(linear1(x))) with the module's own layers, position by position."""
+    call = "FeedForward(d_model=8, d_ff=32)"
+    ff = _built(FeedForward, 8, 32, seed=seed, call=call)
+    for name, (d_in, d_out) in {"linear1": (8, 32), "linear2": (32, 8)}.items():
+        layer = getattr(ff, name, None)
+        if not isinstance(layer, nn.Linear) or (layer.in_features, layer.out_features) != (d_in, d_out):
+            raise CheckFailed(f"{call} needs self.{name} = nn.Linear({d_in}, {d_out}).")
+    x = seeded_randn(2, 5, 8, seed=seed)  # (batch, seq, d_model)
+    out = expect_tensor(call_learner(ff, x, call=f"{call}(x) with x {shape_of(x)}"), "FeedForward", x.shape, x.dtype)
+    with torch.no_grad():
+        hidden = ff.linear1(x)
+        expected = ff.linear2(F.relu(hidden))
+        if torch.allclose(out, ff.linear2(hidden), atol=1e-5):
+            raise CheckFailed(
+                f"{call}: there is no activation between the two layers, so they collapse into one linear map. "
+                "Apply ReLU to the hidden layer."
+            )
+        if torch.allclose(out, ff.linear2(F.gelu(hidden)), atol=1e-5):
+            raise CheckFailed(f"{call}: you used GELU; the original transformer (and PyTorch's default) uses ReLU.")
+    expect_close(out, expected, f"{call}(x), compared with linear2(relu(linear1(x)))")
+    shuffle = torch.randperm(5, generator=torch.Generator().manual_seed(seed))
+    expect_close(ff(x[:, shuffle]), out[:, shuffle], f"{call}: each position on its own (shuffled positions)")
+    passed("FeedForward", "linear2(relu(linear1(x))), the same network at every position")
+
+
+# Exercise 3 ---------------------------------------------------------------------------------------------
+
+
+def torch_encoder_layer(layer: nn.Module, num_heads: int, d_ff: int, norm_first: bool) -> nn.TransformerEncoderLayer:
+    """An nn.TransformerEncoderLayer (dropout off) holding a copy of a course encoder layer's weights."""
+    d_model = layer.norm1.gain.shape[0]
+    twin = nn.TransformerEncoderLayer(d_model, num_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first)
+    twin.load_state_dict({name: value.detach() for name, value in reference.encoder_layer_parameters(layer).items()})
+    return twin.eval()
+
+
+STAND_INS = {"LayerNorm": reference.LayerNorm, "FeedForward": reference.FeedForward}
+LAYER_PARTS = {
+    "self_attention": reference.MultiHeadAttention,
+    "feed_forward": nn.Module,
+    "norm1": nn.Module,
+    "norm2": nn.Module,
+}
+
+
+@learner_facing
+def check_encoder_layer(EncoderLayer: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+    """Check post-LN and pre-LN against nn.TransformerEncoderLayer with copied weights, with and without a
+    padding mask (with correct LayerNorm and FeedForward in place of the learner's)."""
+    with earlier_exercises_replaced(EncoderLayer.__init__, **STAND_INS):
+        for norm_first in (False, True):
+            call = f"EncoderLayer(d_model=8, num_heads=2, d_ff=16, norm_first={norm_first})"
+            layer = _built(EncoderLayer, 8, 2, 16, norm_first=norm_first, seed=seed, call=call)
+            _expect_parts(layer, call)
+            _compare_layer(layer, call, norm_first, seed)
+    passed("EncoderLayer", "equals nn.TransformerEncoderLayer, post-LN and pre-LN, with and without padding")
+
+
+def _expect_parts(layer: nn.Module, call: str) -> None:
+    for name, kind in LAYER_PARTS.items():
+        if not isinstance(getattr(layer, name, None), kind):
+            raise CheckFailed(
+                f"{call} needs self.{name}; the layer's parts are self.self_attention = MultiHeadAttention(...), "
+                "self.feed_forward = FeedForward(...), self.norm1 and self.norm2 = LayerNorm(d_model)."
+            )
+
+
+def _compare_layer(layer: nn.Module, call: str, norm_first: bool, seed: int) -> None:
+    x = seeded_randn(2, 5, 8, seed=seed)  # (batch, seq, d_model)
+    real = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])  # (batch, seq): the second sequence has 3 words
+    for mask, twin_kwargs, what in [
+        (None, {}, ""),
+        (real[:, None, :], {"src_key_padding_mask": ~real}, " and a padding mask"),
+    ]:
+        args = (x,) if mask is None else (x, mask)
+        with torch.no_grad():
+            out = expect_tensor(call_learner(layer, *args, call=f"{call}(x{what})"), "EncoderLayer", x.shape, x.dtype)
+            expected = torch_encoder_layer(layer, 2, 16, norm_first)(x, **twin_kwargs)
+            other_order = torch_encoder_layer(layer, 2, 16, not norm_first)(x, **twin_kwargs)
+        if torch.allclose(out, other_order, atol=1e-5):
+            built, wanted = (
+                ("pre-LN", "post-LN: x = norm(x + sublayer(x))")
+                if not norm_first
+                else ("post-LN", "pre-LN: x = x + sublayer(norm(x))")
+            )
+            raise CheckFailed(f"{call}{what}: you built {built}; norm_first={norm_first} asks for {wanted}.")
+        if mask is not None and torch.allclose(out, torch_encoder_layer(layer, 2, 16, norm_first)(x), atol=1e-5):
+            raise CheckFailed(f"{call}{what}: the mask had no effect; pass it to self-attention.")
+        expect_close(out, expected, f"{call}(x{what}), compared with nn.TransformerEncoderLayer with the same weights")
+
+
+# Exercise 4 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_encoder(Encoder: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+    """Check a stack of 3 layers against nn.TransformerEncoder, post-LN and pre-LN (with its final norm)."""
+    with earlier_exercises_replaced(
+        Encoder.__init__, EncoderLayer=reference.EncoderLayer, LayerNorm=reference.LayerNorm
+    ):
+        for norm_first in (False, True):
+            call = f"Encoder(num_layers=3, d_model=8, num_heads=2, d_ff=16, norm_first={norm_first})"
+            encoder = _built(Encoder, 3, 8, 2, 16, norm_first=norm_first, seed=seed, call=call)
+            layers = getattr(encoder, "layers", None)
+            if not isinstance(layers, nn.ModuleList) or len(layers) != 3:
+                raise CheckFailed(
+                    f"{call} needs self.layers = nn.ModuleList of 3 EncoderLayer, so their weights are registered."
+                )
+            if len({id(layer) for layer in layers}) != 3:
+                raise CheckFailed(
+                    f"{call}: the 3 layers are one and the same object; create a new EncoderLayer for each."
+                )
+            final = getattr(encoder, "norm", "missing")
+            if norm_first and not isinstance(final, nn.Module):
+                raise CheckFailed(
+                    f"{call} needs a final self.norm = LayerNorm(d_model): pre-LN layers leave their output "
+                    "unnormalised, so the stack normalises once at the end."
+                )
+            if not norm_first and final is not None:
+                raise CheckFailed(f"{call}: post-LN layers already end with a norm; set self.norm = None.")
+            _compare_encoder(encoder, call, norm_first, seed)
+    passed("Encoder", "equals nn.TransformerEncoder, post-LN and pre-LN with its final norm, with padding")
+
+
+def _compare_encoder(encoder: nn.Module, call: str, norm_first: bool, seed: int) -> None:
+    layer = torch_encoder_layer(encoder.layers[0], 2, 16, norm_first)
+    twin = nn.TransformerEncoder(layer, 3, norm=nn.LayerNorm(8) if norm_first else None, enable_nested_tensor=False)
+    for ours, theirs in zip(encoder.layers, twin.layers, strict=True):
+        theirs.load_state_dict(
+            {name: value.detach() for name, value in reference.encoder_layer_parameters(ours).items()}
+        )
+    if norm_first:
+        twin.norm.load_state_dict({"weight": encoder.norm.gain.detach(), "bias": encoder.norm.bias.detach()})
+    x = seeded_randn(2, 5, 8, seed=seed + 1)
+    real = torch.tensor([[True] * 5, [True] * 2 + [False] * 3])
+    with torch.no_grad():
+        out = call_learner(encoder, x, real[:, None, :], call=f"{call}(x, padding mask)")
+        expected = twin.eval()(x, src_key_padding_mask=~real)
+    expect_tensor(out, "Encoder", x.shape, x.dtype)
+    expect_close(out, expected, f"{call}(x, padding mask), compared with nn.TransformerEncoder with the same weights")

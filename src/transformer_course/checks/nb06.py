@@ -4,7 +4,6 @@ Oracles: ``nn.LayerNorm``, ``nn.TransformerEncoderLayer`` and ``nn.TransformerEn
 and pre-LN) with the learner's weights copied in; ``torch.autograd.gradcheck``.
 """
 
-
 import torch
 import torch.nn.functional as F
 from torch import nn

@@ -145,3 +145,77 @@ class Encoder(nn.Module):
         for layer in self.layers:
             x = layer(x, mask)
         return x if self.norm is None else self.norm(x)
+
+
+def sinusoidal_encoding(length: int, d: int, n: float = 10000.0) -> torch.Tensor:
+    """Notebook 05's positional encoding as reference code, (length, d): each pair of columns is the point
+    e^{i k ω} on the unit circle, stored as (sin, cos)."""
+    frequencies = n ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
+    angles = torch.outer(torch.arange(length, dtype=torch.float64), frequencies)  # (length, d/2)
+    cos_sin = torch.view_as_real(torch.polar(torch.ones_like(angles), angles))  # (length, d/2, 2): cos, sin
+    return cos_sin.flip(-1).reshape(length, d).float()
+
+
+def decoder_layer_parameters(layer: nn.Module) -> dict[str, torch.Tensor]:
+    """A course decoder layer's parameters under the names nn.TransformerDecoderLayer gives them."""
+    names = {}
+    for ours, theirs in (("self_attention", "self_attn"), ("cross_attention", "multihead_attn")):
+        attention = getattr(layer, ours).attention
+        names |= {
+            f"{theirs}.in_proj_weight": attention.in_proj_weight,
+            f"{theirs}.in_proj_bias": attention.in_proj_bias,
+            f"{theirs}.out_proj.weight": attention.out_proj.weight,
+            f"{theirs}.out_proj.bias": attention.out_proj.bias,
+        }
+    for number in (1, 2, 3):
+        norm = getattr(layer, f"norm{number}")
+        names |= {f"norm{number}.weight": norm.gain, f"norm{number}.bias": norm.bias}
+    for number in (1, 2):
+        linear = getattr(layer.feed_forward, f"linear{number}")
+        names |= {f"linear{number}.weight": linear.weight, f"linear{number}.bias": linear.bias}
+    return names
+
+
+class DecoderLayer(nn.Module):
+    """Notebook 07's decoder layer as reference code: masked self-attention, cross-attention to the encoder's
+    output (queries from the decoder, keys and values from the memory), and the feed-forward network, each
+    with a residual connection and layer normalisation (post-LN, or pre-LN with norm_first=True).
+
+    forward(x, memory, self_mask=None, memory_mask=None): x (batch, n_tgt, d_model), memory
+    (batch, n_src, d_model); self_mask broadcastable to (batch, n_tgt, n_tgt), memory_mask to
+    (batch, n_tgt, n_src). Computes with PyTorch's nn.TransformerDecoderLayer.
+    """
+
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, norm_first: bool = False):
+        super().__init__()
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+        template = nn.TransformerDecoderLayer(
+            d_model, num_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first
+        )
+        self._pytorch = [template]  # in a list, so that its own parameters are not registered as ours
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        batch, n_tgt, n_src, heads = x.shape[0], x.shape[1], memory.shape[1], self.self_attention.num_heads
+        masks = {
+            "tgt_mask": pytorch_mask(self_mask, batch, n_tgt, n_tgt, heads),
+            "memory_mask": pytorch_mask(memory_mask, batch, n_tgt, n_src, heads),
+        }
+        return torch.func.functional_call(self._pytorch[0], decoder_layer_parameters(self), (x, memory), masks)
+
+
+class Decoder(nn.Module):
+    """Notebook 07's decoder stack as reference code: num_layers decoder layers, and a final layer norm for
+    pre-LN, as nn.TransformerDecoder(norm=...) does."""
+
+    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, norm_first: bool = False):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        for layer in self.layers:
+            x = layer(x, memory, self_mask, memory_mask)
+        return x if self.norm is None else self.norm(x)

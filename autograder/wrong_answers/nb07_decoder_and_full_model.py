@@ -1,0 +1,255 @@
+"""Wrong answers to notebook 07: the decoder layer, the decoder stack and the full encoder-decoder."""
+
+import math
+
+from torch import nn
+
+from autograder.wrong_answers import wrong_answer
+
+# Later exercises call earlier ones by name, as in the notebook; the rest is reference code there.
+from transformer_course.reference import (
+    Decoder,
+    DecoderLayer,
+    Encoder,
+    FeedForward,
+    LayerNorm,
+    MultiHeadAttention,
+    sinusoidal_encoding,
+)
+
+ASSIGNMENT = "07_decoder_and_full_model"
+
+# Exercise 1: DecoderLayer --------------------------------------------------------------------------------
+
+
+@wrong_answer("DecoderLayer", message="the cross-attention's queries came from the memory")
+class DecoderLayerWithQueriesFromTheEncoder(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        x = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        x = self.norm2(memory + self.cross_attention(memory, context=x)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="the output does not change when the memory does")
+class DecoderLayerAttendingToItselfTwice(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=self_mask)[0]
+            x = x + self.cross_attention(self.norm2(x))[0]
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        x = self.norm2(x + self.cross_attention(x)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="the self-attention ignores self_mask")
+class DecoderLayerWithoutTheCausalMask(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x))[0]
+            x = x + self.cross_attention(self.norm2(x), context=memory, mask=memory_mask)[0]
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.self_attention(x)[0])
+        x = self.norm2(x + self.cross_attention(x, context=memory, mask=memory_mask)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="the cross-attention ignores memory_mask")
+class DecoderLayerAttendingToSourcePadding(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=self_mask)[0]
+            x = x + self.cross_attention(self.norm2(x), context=memory)[0]
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        x = self.norm2(x + self.cross_attention(x, context=memory)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="you built post-LN")
+class DecoderLayerAlwaysPostLN(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        x = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        x = self.norm2(x + self.cross_attention(x, context=memory, mask=memory_mask)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
+# Exercise 2: Decoder -------------------------------------------------------------------------------------
+
+
+@wrong_answer("Decoder", message="one and the same object")
+class DecoderRepeatingOneLayer(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList([DecoderLayer(d_model, num_heads, d_ff, norm_first)] * num_layers)
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        for layer in self.layers:
+            x = layer(x, memory, self_mask, memory_mask)
+        return x if self.norm is None else self.norm(x)
+
+
+@wrong_answer("Decoder", message="needs a final self.norm")
+class DecoderWithoutTheFinalNorm(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers))
+        self.norm = None
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        for layer in self.layers:
+            x = layer(x, memory, self_mask, memory_mask)
+        return x
+
+
+@wrong_answer("Decoder", message="compared with nn.TransformerDecoder")
+class DecoderFeedingEachLayerTheEmbeddings(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        out = x
+        for layer in self.layers:
+            out = layer(x, memory, self_mask, memory_mask)
+        return out if self.norm is None else self.norm(out)
+
+
+# Exercise 3: Transformer ---------------------------------------------------------------------------------
+
+
+@wrong_answer("Transformer", message="not multiplied by √d_model")
+class TransformerWithoutEmbeddingScale(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        source = self.src_embedding(src) + sinusoidal_encoding(src.shape[-1], self.d_model)
+        target = self.tgt_embedding(tgt) + sinusoidal_encoding(tgt.shape[-1], self.d_model)
+        memory = self.encoder(source, src_mask)
+        return self.output(self.decoder(target, memory, tgt_mask, src_mask))
+
+
+@wrong_answer("Transformer", message="there is no positional encoding")
+class TransformerWithoutPositions(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        memory = self.encoder(self.src_embedding(src) * math.sqrt(self.d_model), src_mask)
+        target = self.tgt_embedding(tgt) * math.sqrt(self.d_model)
+        return self.output(self.decoder(target, memory, tgt_mask, src_mask))
+
+
+@wrong_answer("Transformer", message="starts with standard deviation 1.00")
+class TransformerWithUnitEmbeddings(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        scale = math.sqrt(self.d_model)
+        source = self.src_embedding(src) * scale + sinusoidal_encoding(src.shape[-1], self.d_model)
+        target = self.tgt_embedding(tgt) * scale + sinusoidal_encoding(tgt.shape[-1], self.d_model)
+        return self.output(self.decoder(target, self.encoder(source, src_mask), tgt_mask, src_mask))
+
+
+@wrong_answer("Transformer", message="sees the whole target")
+class TransformerForgettingTheTargetMask(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        scale = math.sqrt(self.d_model)
+        source = self.src_embedding(src) * scale + sinusoidal_encoding(src.shape[-1], self.d_model)
+        target = self.tgt_embedding(tgt) * scale + sinusoidal_encoding(tgt.shape[-1], self.d_model)
+        return self.output(self.decoder(target, self.encoder(source, src_mask), None, src_mask))
+
+
+@wrong_answer("Transformer", message="parameters")
+class TransformerSharingOneEmbedding(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(max(src_vocab, tgt_vocab), d_model)
+        nn.init.normal_(self.src_embedding.weight, std=d_model**-0.5)
+        self.tgt_embedding = self.src_embedding
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        scale = math.sqrt(self.d_model)
+        source = self.src_embedding(src) * scale + sinusoidal_encoding(src.shape[-1], self.d_model)
+        target = self.tgt_embedding(tgt) * scale + sinusoidal_encoding(tgt.shape[-1], self.d_model)
+        return self.output(self.decoder(target, self.encoder(source, src_mask), tgt_mask, src_mask))

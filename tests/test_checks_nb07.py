@@ -1,4 +1,4 @@
-"""The checks of notebook 07 accept the reference building blocks and explain stubs.
+"""The checks of notebook 07 accept the reference building blocks and model, and explain stubs.
 
 (Kept wrong answers are rejected: tests/test_wrong_answers.py; the solution notebook passes the checks
 when CI executes it.)
@@ -11,9 +11,10 @@ from transformer_course import reference
 from transformer_course.checks import CheckFailed, nb07
 
 
-def test_checks_accept_the_reference_layer_and_stack():
+def test_checks_accept_the_reference_layer_stack_and_model():
     nb07.check_decoder_layer(reference.DecoderLayer)
     nb07.check_decoder(reference.Decoder)
+    nb07.check_transformer(reference.Transformer)  # the model notebook 08 imports is notebook 07's model
 
 
 @pytest.mark.parametrize("check", [nb07.check_decoder_layer, nb07.check_decoder, nb07.check_transformer])

@@ -219,3 +219,45 @@ class Decoder(nn.Module):
         for layer in self.layers:
             x = layer(x, memory, self_mask, memory_mask)
         return x if self.norm is None else self.norm(x)
+
+
+class Transformer(nn.Module):
+    """Notebook 07's encoder-decoder as reference code, the model notebook 08 trains.
+
+    Token ids to logits: embeddings (initialised N(0, 1/d_model), scaled by sqrt(d_model)) plus the sinusoidal
+    encoding, the encoder and decoder stacks, and a linear map to the target vocabulary. src_mask is the
+    source padding mask (batch, 1, n_src); tgt_mask the decoder mask (batch, n_tgt, n_tgt).
+    """
+
+    def __init__(
+        self,
+        src_vocab: int,
+        tgt_vocab: int,
+        d_model: int = 64,
+        num_heads: int = 4,
+        d_ff: int = 256,
+        num_layers: int = 2,
+        norm_first: bool = False,
+    ):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens: torch.Tensor, table: nn.Embedding) -> torch.Tensor:
+        return table(tokens) * self.d_model**0.5 + sinusoidal_encoding(tokens.shape[-1], self.d_model)
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)  # (batch, n_src, d_model)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None) -> torch.Tensor:
+        hidden = self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask)
+        return self.output(hidden)  # (batch, n_tgt, tgt_vocab)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None) -> torch.Tensor:
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)

@@ -52,9 +52,12 @@ class CourseDirectory:
     def autograde(self, assignment: str) -> None:
         nbgrader("autograde", assignment, "--force", cwd=self.root)
 
-    def feedback(self, assignment: str) -> list[Path]:
-        """Write nbgrader's feedback HTML for every autograded student; return the files."""
+    def generate_feedback(self, assignment: str) -> None:
+        """Write nbgrader's feedback HTML for every autograded student."""
         nbgrader("generate_feedback", assignment, "--force", cwd=self.root)
+
+    def feedback_files(self, assignment: str) -> list[Path]:
+        """The feedback HTML written so far: feedback/<student>/<assignment>/<notebook>.html."""
         return sorted((self.root / "feedback").glob(f"*/{assignment}/*.html"))
 
     def grades(self) -> list[dict[str, str]]:

@@ -28,7 +28,7 @@ def graded(tmp_path_factory):
             course.submit(submission.student, assignment, submission.notebooks)
             wrong |= {answer.label: submission for answer in submission.wrong_answers}
         course.autograde(assignment)
-        course.feedback(assignment)
+        course.generate_feedback(assignment)
     grades = {(row["student_id"], row["assignment"]): row for row in course.grades()}
     return course, grades, wrong
 
@@ -44,7 +44,8 @@ def test_solutions_get_full_marks(graded, assignment):
 @pytest.mark.parametrize("assignment", assignments())
 def test_every_student_gets_feedback_with_the_exported_score(graded, assignment):
     course, grades, _ = graded
-    feedback = {path.parent.parent.name: path.read_text(encoding="utf-8") for path in course.feedback(assignment)}
+    files = course.feedback_files(assignment)
+    feedback = {path.parent.parent.name: path.read_text(encoding="utf-8") for path in files}
     submitted = {path.name for path in (course.root / "submitted").iterdir() if (path / assignment).is_dir()}
     assert set(feedback) == submitted
     for student in submitted:
@@ -67,14 +68,13 @@ def test_wrong_answer_loses_its_exercise_points_with_a_message(graded, answer: W
     course, grades, wrong = graded
     submission = wrong[answer.label]
     failed = course.failed_tests(submission.student, answer.assignment)
-    test_cell = f"test_{answer.exercise}"
-    assert test_cell in failed, f"{answer.mistake} passed {test_cell}"
-    assert answer.message in failed[test_cell]
+    assert answer.test_cell in failed, f"{answer.mistake} passed {answer.test_cell}"
+    assert answer.message in failed[answer.test_cell]
     # Every exercise is graded on its own: only the exercises given wrong answers lose points.
     points = points_by_test(submission.notebooks)
-    lost = sum(points[f"test_{other.exercise}"] for other in submission.wrong_answers)
+    lost = sum(points[other.test_cell] for other in submission.wrong_answers)
     row = grades[submission.student, answer.assignment]
-    assert set(failed) == {f"test_{other.exercise}" for other in submission.wrong_answers}
+    assert set(failed) == {other.test_cell for other in submission.wrong_answers}
     assert float(row["score"]) == float(row["max_score"]) - lost
 
 

@@ -30,6 +30,11 @@ class WrongAnswer:
         return f"{self.assignment[:2]}:{self.mistake}"
 
     @property
+    def test_cell(self) -> str:
+        """The grade_id of the exercise's test cell, by the course's convention test_<exercise>."""
+        return f"test_{self.exercise}"
+
+    @property
     def check_name(self) -> str:
         """The check of the exercise in transformer_course.checks: check_softmax, check_single_head_attention."""
         return "check_" + re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", self.exercise).lower()

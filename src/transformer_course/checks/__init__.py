@@ -31,9 +31,10 @@ def learner_facing(check: Callable) -> Callable:
     return run
 
 
-def shape_of(tensor: torch.Tensor) -> str:
+def shape_of(tensor_or_shape: torch.Tensor | Sequence[int]) -> str:
     """A shape as a learner writes it: (2, 3, 5)."""
-    return str(tuple(tensor.shape)).replace(",)", ")")
+    shape = tensor_or_shape.shape if isinstance(tensor_or_shape, torch.Tensor) else tensor_or_shape
+    return str(tuple(shape)).replace(",)", ")")
 
 
 def call_learner(function: Callable, *args, call: str, **kwargs):
@@ -61,14 +62,56 @@ def expect_tensor(result, name: str, shape: Sequence[int], dtype: torch.dtype) -
     if not isinstance(result, torch.Tensor):
         raise CheckFailed(f"{name} must return a torch.Tensor, got {type(result).__name__}.")
     if tuple(result.shape) != tuple(shape):
-        expected = str(tuple(shape)).replace(",)", ")")
-        raise CheckFailed(f"{name} returned the wrong shape: expected {expected}, got {shape_of(result)}.")
+        raise CheckFailed(f"{name} returned the wrong shape: expected {shape_of(shape)}, got {shape_of(result)}.")
     if result.dtype != dtype:
         raise CheckFailed(
             f"{name} returned dtype {result.dtype} for {dtype} inputs; keep the dtype of the input "
             "(avoid creating new tensors with a fixed dtype)."
         )
     return result
+
+
+def expect_pair(result, call: str) -> tuple:
+    """Fail unless an attention function returned the pair (outputs, weights); return it."""
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise CheckFailed(f"{call} must return a pair (outputs, weights); got {type(result).__name__}.")
+    return result
+
+
+def rows_sum_to(weights: torch.Tensor, total: float = 1.0, dim: int = -1) -> bool:
+    """Whether every row of weights sums to ``total`` along ``dim``."""
+    return torch.allclose(weights.sum(dim=dim), torch.full((), total, dtype=weights.dtype), atol=1e-4)
+
+
+def expect_masked_weights(weights: torch.Tensor, mask: torch.Tensor, call: str) -> None:
+    """Fail unless pairs where the mask is False get exactly zero weight and every row with a visible key
+    still sums to 1; name the usual mistakes (inverted mask, filling with 0, masking after the softmax)."""
+    blocked = ~mask.expand_as(weights)
+    finite = weights.nan_to_num(0.0)  # an inverted mask can block whole rows, which then hold nan
+    if (finite[blocked] != 0).any():
+        if (finite[~blocked] == 0).all():
+            raise CheckFailed(
+                f"{call}: only the blocked pairs get weight: your mask is inverted. Here, as in PyTorch, True "
+                "means the query may attend to the key; fill the scores where the mask is False."
+            )
+        raise CheckFailed(
+            f"{call}: masked pairs get weight {finite[blocked].abs().max().item():.3g}; they must get exactly 0. "
+            "Fill their scores with -inf or torch.finfo(scores.dtype).min before the softmax (a score of 0 still "
+            "gets weight); a row with no visible key also needs its weights set to 0 after the softmax."
+        )
+    visible = ~blocked.all(dim=-1)  # (..., n_q): rows with at least one visible key
+    if not torch.allclose(finite.sum(dim=-1)[visible], torch.ones((), dtype=weights.dtype), atol=1e-4):
+        raise CheckFailed(
+            f"{call}: masked pairs get zero weight, but rows with visible keys no longer sum to 1: the mask was "
+            "applied after the softmax. Mask the scores before the softmax, so the visible keys share all the weight."
+        )
+
+
+def built_with_seed(cls: type, *args, seed: int, call: str, **kwargs):
+    """Construct a learner's module with a private seed, so its initial weights are the same at every run."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return call_learner(cls, *args, call=call, **kwargs)
 
 
 def expect_close(actual: torch.Tensor, expected: torch.Tensor, what: str, atol: float = 1e-5) -> None:

@@ -18,6 +18,7 @@ from . import (
     expect_tensor,
     learner_facing,
     passed,
+    rows_sum_to,
     seeded_randn,
     shape_of,
 )
@@ -41,10 +42,6 @@ def reference_weights(x: torch.Tensor) -> torch.Tensor:
 def reference_self_attention(x: torch.Tensor) -> torch.Tensor:
     """Self-attention outputs from PyTorch's attention, unscaled."""
     return reference.attention(x, x, x, scale=1.0)[0]  # (..., seq, d)
-
-
-def _sums_to_one(weights: torch.Tensor, dim: int) -> bool:
-    return torch.allclose(weights.sum(dim=dim), torch.ones(()), atol=1e-4)
 
 
 def _on_batch(check: Callable[[], None]) -> None:
@@ -82,8 +79,8 @@ def _check_softmax_values(softmax: Callable, scores: torch.Tensor, dim: int) -> 
     call = f"softmax(scores, dim={dim}) with scores of shape {shape_of(scores)}"
     weights = call_learner(softmax, scores, dim=dim, call=call)
     expect_tensor(weights, "softmax", scores.shape, scores.dtype)
-    if not _sums_to_one(weights, dim):
-        summed_axes = [axis for axis in range(scores.ndim) if _sums_to_one(weights, axis)]
+    if not rows_sum_to(weights, dim=dim):
+        summed_axes = [axis for axis in range(scores.ndim) if rows_sum_to(weights, dim=axis)]
         if summed_axes:
             raise CheckFailed(
                 f"{call}: your weights sum to 1 along dim {summed_axes[0]}, but they must sum to 1 along "
@@ -139,8 +136,8 @@ def _check_weights_on(attention_weights: Callable, x: torch.Tensor) -> None:
             "compare positions with positions, so they are x xᵀ, of shape (..., seq, seq)."
         )
     expect_tensor(weights, "attention_weights", (*batch, seq, seq), x.dtype)
-    if not _sums_to_one(weights, -1):
-        if _sums_to_one(weights, -2):
+    if not rows_sum_to(weights, dim=-1):
+        if rows_sum_to(weights, dim=-2):
             raise CheckFailed(
                 f"{call}: your weights sum to 1 over the queries axis (dim -2); each query's row must sum "
                 "to 1 over the keys axis (dim -1). Apply softmax with dim=-1."

@@ -13,12 +13,16 @@ from torch import nn
 from .. import reference
 from . import (
     CheckFailed,
+    built_with_seed,
     call_learner,
     earlier_exercises_replaced,
     expect_close,
+    expect_masked_weights,
+    expect_pair,
     expect_tensor,
     learner_facing,
     passed,
+    rows_sum_to,
     seeded_randn,
     shape_of,
 )
@@ -27,10 +31,6 @@ from . import (
 def reference_scaled_dot_product_attention(q, k, v, mask=None):
     """PyTorch's attention with the exercise's signature, used while the module exercise is checked."""
     return reference.attention(q, k, v, mask)
-
-
-def _rows_sum_to(weights: torch.Tensor, total: float, dim: int = -1) -> bool:
-    return torch.allclose(weights.sum(dim=dim), torch.full((), total, dtype=weights.dtype), atol=1e-4)
 
 
 # Exercise 1 ---------------------------------------------------------------------------------------------
@@ -113,21 +113,18 @@ def _check_attention_on(sdpa: Callable, q, k, v, mask) -> None:
         f"k {shape_of(k)}, v {shape_of(v)}{with_mask}"
     )
     args = (q, k, v) if mask is None else (q, k, v, mask)
-    result = call_learner(sdpa, *args, call=call)
-    if not (isinstance(result, tuple) and len(result) == 2):
-        raise CheckFailed(f"{call} must return a pair (outputs, weights); got {type(result).__name__}.")
-    outputs, weights = result
+    outputs, weights = expect_pair(call_learner(sdpa, *args, call=call), call)
     expect_tensor(weights, "the weights of scaled_dot_product_attention", (*q.shape[:-1], n_k), q.dtype)
     expect_tensor(outputs, "the outputs of scaled_dot_product_attention", (*q.shape[:-1], v.shape[-1]), q.dtype)
 
     if mask is not None:
-        _diagnose_mask(weights, mask, call)
-    if not _rows_sum_to(weights, 1.0):
-        if _rows_sum_to(weights, 1 / math.sqrt(d_k)):
+        expect_masked_weights(weights, mask, call)
+    if not rows_sum_to(weights):
+        if rows_sum_to(weights, 1 / math.sqrt(d_k)):
             raise CheckFailed(
                 f"{call}: each row of weights sums to 1/√d_k: you scaled after the softmax. Scale the scores."
             )
-        if _rows_sum_to(weights, 1.0, dim=-2):
+        if rows_sum_to(weights, dim=-2):
             raise CheckFailed(
                 f"{call}: your weights sum to 1 over the queries axis (dim -2); each query's row must sum to 1 "
                 "over the keys (softmax with dim=-1)."
@@ -137,26 +134,6 @@ def _check_attention_on(sdpa: Callable, q, k, v, mask) -> None:
     expected_outputs, expected_weights = reference.attention(q, k, v, mask)
     expect_close(weights, expected_weights, f"{call}: the weights, compared with PyTorch's")
     expect_close(outputs, expected_outputs, f"{call}: the outputs (weights @ v), compared with PyTorch's")
-
-
-def _diagnose_mask(weights: torch.Tensor, mask: torch.Tensor, call: str) -> None:
-    blocked = ~mask.expand_as(weights)
-    finite = weights.nan_to_num(0.0)  # an inverted mask can block whole rows, which then hold nan
-    if (finite[blocked].abs() > 1e-6).any():
-        if (finite[~blocked].abs() < 1e-6).all():
-            raise CheckFailed(
-                f"{call}: only the blocked pairs get weight: your mask is inverted. Here, as in PyTorch, True "
-                "means the query may attend to the key; fill the scores where the mask is False."
-            )
-        raise CheckFailed(
-            f"{call}: pairs where the mask is False get weight > 0. Fill their scores with -inf (or "
-            "torch.finfo(scores.dtype).min) before the softmax; a score of 0 still gets weight."
-        )
-    if not _rows_sum_to(weights, 1.0):
-        raise CheckFailed(
-            f"{call}: masked pairs get zero weight, but the rows no longer sum to 1: the mask was applied "
-            "after the softmax. Mask the scores before the softmax, so the allowed keys share all the weight."
-        )
 
 
 def _diagnose_scale(q, k, v, mask, weights: torch.Tensor, call: str) -> None:
@@ -197,9 +174,8 @@ def check_single_head_attention(SingleHeadAttention: type, seed: int = 0) -> Non
     with earlier_exercises_replaced(
         SingleHeadAttention.forward, scaled_dot_product_attention=reference_scaled_dot_product_attention
     ):
-        with torch.random.fork_rng():
-            torch.manual_seed(seed)
-            module = call_learner(SingleHeadAttention, 6, 4, 5, call="SingleHeadAttention(d_model=6, d_k=4, d_v=5)")
+        call = "SingleHeadAttention(d_model=6, d_k=4, d_v=5)"
+        module = built_with_seed(SingleHeadAttention, 6, 4, 5, seed=seed, call=call)
         _check_projections(module)
         x = seeded_randn(2, 3, 6, seed=seed)  # (batch, n_q=3, d_model)
         context = seeded_randn(2, 7, 6, seed=seed + 1)  # (batch, n_k=7, d_model)
@@ -234,10 +210,7 @@ def _check_module_on(module: nn.Module, x, context, mask, call: str) -> None:
     if mask is not None:
         kwargs["mask"] = mask
     call = f"{call} with x {shape_of(x)}" + ("" if context is None else f" and context {shape_of(context)}")
-    result = call_learner(module, x, call=call, **kwargs)
-    if not (isinstance(result, tuple) and len(result) == 2):
-        raise CheckFailed(f"{call} must return a pair (outputs, weights); got {type(result).__name__}.")
-    outputs, weights = result
+    outputs, weights = expect_pair(call_learner(module, x, call=call, **kwargs), call)
     n_q, n_k = x.shape[-2], keys_from.shape[-2]
     if context is not None and isinstance(weights, torch.Tensor) and weights.shape[-2:] == (n_q, n_q):
         raise CheckFailed(

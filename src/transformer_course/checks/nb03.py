@@ -12,9 +12,11 @@ from torch import nn
 
 from . import (
     CheckFailed,
+    built_with_seed,
     call_learner,
     earlier_exercises_replaced,
     expect_close,
+    expect_pair,
     expect_tensor,
     learner_facing,
     passed,
@@ -137,19 +139,18 @@ def check_multi_head_attention(MultiHeadAttention: type, seed: int = 0) -> None:
 
 def _build(MultiHeadAttention: type, d_model: int, num_heads: int, seed: int) -> nn.Module:  # noqa: N803
     call = f"MultiHeadAttention(d_model={d_model}, num_heads={num_heads})"
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        module = call_learner(MultiHeadAttention, d_model, num_heads, call=call)
-        for name in PROJECTIONS:
-            layer = getattr(module, name, None)
-            if not isinstance(layer, nn.Linear) or layer.bias is None:
-                raise CheckFailed(f"{call} needs an nn.Linear with bias named self.{name}.")
-            if (layer.in_features, layer.out_features) != (d_model, d_model):
-                raise CheckFailed(
-                    f"{call}: self.{name} maps {layer.in_features} → {layer.out_features} features; every "
-                    f"projection maps d_model → d_model ({d_model} → {d_model}), all heads at once."
-                )
-            nn.init.normal_(layer.bias, std=0.1)  # nonzero biases, so that forgetting one shows
+    module = built_with_seed(MultiHeadAttention, d_model, num_heads, seed=seed, call=call)
+    for number, name in enumerate(PROJECTIONS):
+        layer = getattr(module, name, None)
+        if not isinstance(layer, nn.Linear) or layer.bias is None:
+            raise CheckFailed(f"{call} needs an nn.Linear with bias named self.{name}.")
+        if (layer.in_features, layer.out_features) != (d_model, d_model):
+            raise CheckFailed(
+                f"{call}: self.{name} maps {layer.in_features} → {layer.out_features} features; every "
+                f"projection maps d_model → d_model ({d_model} → {d_model}), all heads at once."
+            )
+        with torch.no_grad():  # nonzero biases, so that forgetting one shows
+            layer.bias.copy_(0.1 * seeded_randn(d_model, seed=seed + number))
     return module
 
 
@@ -163,10 +164,7 @@ def _compare(module, twin, x, context, allowed, torch_masks: dict, what: str) ->
         "" if context is None else f", context {shape_of(context)}"
     )
     with torch.no_grad():
-        result = call_learner(module, x, call=call, **kwargs)
-    if not (isinstance(result, tuple) and len(result) == 2):
-        raise CheckFailed(f"{call} must return a pair (outputs, weights); got {type(result).__name__}.")
-    outputs, weights = result
+        outputs, weights = expect_pair(call_learner(module, x, call=call, **kwargs), call)
     batch, n_q, n_k = x.shape[0], x.shape[-2], keys_from.shape[-2]
     if isinstance(weights, torch.Tensor) and weights.shape == (batch, n_q, n_k):
         raise CheckFailed(

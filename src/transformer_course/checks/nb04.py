@@ -18,6 +18,8 @@ from . import (
     call_learner,
     earlier_exercises_replaced,
     expect_close,
+    expect_masked_weights,
+    expect_pair,
     expect_tensor,
     learner_facing,
     passed,
@@ -134,10 +136,7 @@ def check_masked_attention(masked_attention: Callable, seed: int = 0) -> None:
 
 def _check_against_pytorch(masked_attention: Callable, q, k, v, mask, what: str) -> None:
     call = f"masked_attention(q, k, v, mask) with {what} (q {shape_of(q)}, k {shape_of(k)}, mask {shape_of(mask)})"
-    result = call_learner(masked_attention, q, k, v, mask, call=call)
-    if not (isinstance(result, tuple) and len(result) == 2):
-        raise CheckFailed(f"{call} must return a pair (outputs, weights); got {type(result).__name__}.")
-    outputs, weights = result
+    outputs, weights = expect_pair(call_learner(masked_attention, q, k, v, mask, call=call), call)
     expect_tensor(weights, "the weights", (*q.shape[:-1], k.shape[-2]), q.dtype)
     expect_tensor(outputs, "the outputs", (*q.shape[:-1], v.shape[-1]), q.dtype)
     if torch.isnan(weights).any() or torch.isnan(outputs).any():
@@ -147,20 +146,7 @@ def _check_against_pytorch(masked_attention: Callable, q, k, v, mask, what: str)
             "and set the weights of masked pairs to 0 after the softmax: such a row gets zero weights and a "
             "zero output."
         )
-    blocked = ~mask.expand_as(weights)
-    if (weights[blocked] != 0).any():
-        if (weights[~blocked] == 0).all():
-            raise CheckFailed(f"{call}: your mask is inverted; True means the query may attend to the key.")
-        raise CheckFailed(
-            f"{call}: masked pairs get weight {weights[blocked].abs().max().item():.3g}; they must get exactly 0. "
-            "Fill their scores before the softmax, and zero their weights after it."
-        )
-    visible = mask.expand_as(weights).any(dim=-1)  # (..., n_q): rows with at least one visible key
-    if not torch.allclose(weights.sum(dim=-1)[visible], torch.ones(())):
-        raise CheckFailed(
-            f"{call}: rows with visible keys do not sum to 1: the mask was applied after the softmax. Mask the "
-            "scores before it, so the visible keys share all the weight."
-        )
+    expect_masked_weights(weights, mask, call)
     expected_outputs, expected_weights = reference.attention(q, k, v, mask)
     expect_close(weights, expected_weights, f"{call}: the weights, compared with PyTorch's attention")
     expect_close(outputs, expected_outputs, f"{call}: the outputs, compared with PyTorch's attention")

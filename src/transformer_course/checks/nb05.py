@@ -12,6 +12,7 @@ from torch import nn
 
 from . import (
     CheckFailed,
+    built_with_seed,
     call_learner,
     expect_close,
     expect_tensor,
@@ -118,9 +119,8 @@ def check_shift_matrix(shift_matrix: Callable, seed: int = 0) -> None:
 @learner_facing
 def check_learned_positional_embedding(LearnedPositionalEmbedding: type, seed: int = 0) -> None:  # noqa: N803
     """Check x + E[position] for batches and single sequences, the gradient, and the length limit."""
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        module = call_learner(LearnedPositionalEmbedding, 10, 6, call="LearnedPositionalEmbedding(max_len=10, d=6)")
+    call = "LearnedPositionalEmbedding(max_len=10, d=6)"
+    module = built_with_seed(LearnedPositionalEmbedding, 10, 6, seed=seed, call=call)
     table = getattr(module, "embedding", None)
     if not isinstance(table, nn.Embedding) or (table.num_embeddings, table.embedding_dim) != (10, 6):
         raise CheckFailed(

@@ -4,6 +4,8 @@ Oracles: ``nn.LayerNorm``, ``nn.TransformerEncoderLayer`` and ``nn.TransformerEn
 and pre-LN) with the learner's weights copied in; ``torch.autograd.gradcheck``.
 """
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -11,6 +13,7 @@ from torch import nn
 from .. import reference
 from . import (
     CheckFailed,
+    built_with_seed,
     call_learner,
     earlier_exercises_replaced,
     expect_close,
@@ -23,14 +26,44 @@ from . import (
 
 
 def _built(cls: type, *args, seed: int, call: str, **kwargs) -> nn.Module:
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        module = call_learner(cls, *args, call=call, **kwargs)
+    module = built_with_seed(cls, *args, seed=seed, call=call, **kwargs)
     with torch.no_grad():  # gains and biases away from 1 and 0, so that forgetting one shows
         for name, parameter in module.named_parameters():
             if name.endswith(("gain", "bias")):
-                parameter.add_(0.1 * torch.randn(parameter.shape, generator=torch.Generator().manual_seed(seed)))
+                parameter.add_(0.1 * seeded_randn(*parameter.shape, seed=seed))
     return module.eval()
+
+
+def copy_layer(ours: nn.Module, theirs: nn.Module, layer_parameters: Callable) -> None:
+    """Copy a course layer's weights into PyTorch's layer of the same kind, named by ``layer_parameters``."""
+    theirs.load_state_dict({name: value.detach() for name, value in layer_parameters(ours).items()})
+
+
+def load_stack(stack: nn.Module, pytorch_stack: nn.Module, layer_parameters: Callable) -> None:
+    """Copy a course stack (its layers, and its final norm if it has one) into nn.TransformerEncoder/Decoder."""
+    for ours, theirs in zip(stack.layers, pytorch_stack.layers, strict=True):
+        copy_layer(ours, theirs, layer_parameters)
+    if stack.norm is not None:
+        pytorch_stack.norm.load_state_dict({"weight": stack.norm.gain.detach(), "bias": stack.norm.bias.detach()})
+
+
+def expect_stack(stack: nn.Module, call: str, norm_first: bool, num_layers: int = 3) -> None:
+    """Fail unless the stack registers num_layers distinct layers and has a final norm exactly for pre-LN."""
+    layers = getattr(stack, "layers", None)
+    if not isinstance(layers, nn.ModuleList) or len(layers) != num_layers:
+        raise CheckFailed(
+            f"{call} needs self.layers = nn.ModuleList of {num_layers} layers, so that their weights are registered."
+        )
+    if len({id(layer) for layer in layers}) != num_layers:
+        raise CheckFailed(f"{call}: the {num_layers} layers are one and the same object; create a new layer for each.")
+    final = getattr(stack, "norm", "missing")
+    if norm_first and not isinstance(final, nn.Module):
+        raise CheckFailed(
+            f"{call} needs a final self.norm = LayerNorm(d_model): pre-LN layers leave their output "
+            "unnormalised, so the stack normalises once at the end."
+        )
+    if not norm_first and final is not None:
+        raise CheckFailed(f"{call}: post-LN layers already end with a norm; set self.norm = None.")
 
 
 # Exercise 1 ---------------------------------------------------------------------------------------------
@@ -131,7 +164,7 @@ def torch_encoder_layer(layer: nn.Module, num_heads: int, d_ff: int, norm_first:
     """An nn.TransformerEncoderLayer (dropout off) holding a copy of a course encoder layer's weights."""
     d_model = layer.norm1.gain.shape[0]
     twin = nn.TransformerEncoderLayer(d_model, num_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first)
-    twin.load_state_dict({name: value.detach() for name, value in reference.encoder_layer_parameters(layer).items()})
+    copy_layer(layer, twin, reference.encoder_layer_parameters)
     return twin.eval()
 
 
@@ -202,23 +235,7 @@ def check_encoder(Encoder: type, seed: int = 0) -> None:  # noqa: N803 (a class)
         for norm_first in (False, True):
             call = f"Encoder(num_layers=3, d_model=8, num_heads=2, d_ff=16, norm_first={norm_first})"
             encoder = _built(Encoder, 3, 8, 2, 16, norm_first=norm_first, seed=seed, call=call)
-            layers = getattr(encoder, "layers", None)
-            if not isinstance(layers, nn.ModuleList) or len(layers) != 3:
-                raise CheckFailed(
-                    f"{call} needs self.layers = nn.ModuleList of 3 EncoderLayer, so their weights are registered."
-                )
-            if len({id(layer) for layer in layers}) != 3:
-                raise CheckFailed(
-                    f"{call}: the 3 layers are one and the same object; create a new EncoderLayer for each."
-                )
-            final = getattr(encoder, "norm", "missing")
-            if norm_first and not isinstance(final, nn.Module):
-                raise CheckFailed(
-                    f"{call} needs a final self.norm = LayerNorm(d_model): pre-LN layers leave their output "
-                    "unnormalised, so the stack normalises once at the end."
-                )
-            if not norm_first and final is not None:
-                raise CheckFailed(f"{call}: post-LN layers already end with a norm; set self.norm = None.")
+            expect_stack(encoder, call, norm_first)
             _compare_encoder(encoder, call, norm_first, seed)
     passed("Encoder", "equals nn.TransformerEncoder, post-LN and pre-LN with its final norm, with padding")
 
@@ -226,12 +243,7 @@ def check_encoder(Encoder: type, seed: int = 0) -> None:  # noqa: N803 (a class)
 def _compare_encoder(encoder: nn.Module, call: str, norm_first: bool, seed: int) -> None:
     layer = torch_encoder_layer(encoder.layers[0], 2, 16, norm_first)
     twin = nn.TransformerEncoder(layer, 3, norm=nn.LayerNorm(8) if norm_first else None, enable_nested_tensor=False)
-    for ours, theirs in zip(encoder.layers, twin.layers, strict=True):
-        theirs.load_state_dict(
-            {name: value.detach() for name, value in reference.encoder_layer_parameters(ours).items()}
-        )
-    if norm_first:
-        twin.norm.load_state_dict({"weight": encoder.norm.gain.detach(), "bias": encoder.norm.bias.detach()})
+    load_stack(encoder, twin, reference.encoder_layer_parameters)
     x = seeded_randn(2, 5, 8, seed=seed + 1)
     real = torch.tensor([[True] * 5, [True] * 2 + [False] * 3])
     with torch.no_grad():

@@ -13,6 +13,7 @@ from torch import nn
 from .. import reference
 from . import (
     CheckFailed,
+    built_with_seed,
     call_learner,
     earlier_exercises_replaced,
     expect_close,
@@ -21,20 +22,18 @@ from . import (
     passed,
     seeded_randn,
 )
+from .nb06 import copy_layer, expect_stack, load_stack
 
 D_MODEL, HEADS, D_FF = 8, 2, 16
 
 
-def _built(cls: type, *args, seed: int, call: str, **kwargs) -> nn.Module:
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        module = call_learner(cls, *args, call=call, **kwargs)
-    return module.eval()
+def _built_eval(cls: type, *args, seed: int, call: str, **kwargs) -> nn.Module:
+    return built_with_seed(cls, *args, seed=seed, call=call, **kwargs).eval()
 
 
 def _layer_twin(layer: nn.Module, norm_first: bool) -> nn.TransformerDecoderLayer:
     twin = nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first)
-    twin.load_state_dict({name: value.detach() for name, value in reference.decoder_layer_parameters(layer).items()})
+    copy_layer(layer, twin, reference.decoder_layer_parameters)
     return twin.eval()
 
 
@@ -56,7 +55,7 @@ def check_decoder_layer(DecoderLayer: type, seed: int = 0) -> None:  # noqa: N80
     x, memory, causal, source_real = _inputs(seed)
     for norm_first in (False, True):
         call = f"DecoderLayer(d_model=8, num_heads=2, d_ff=16, norm_first={norm_first})"
-        layer = _built(DecoderLayer, D_MODEL, HEADS, D_FF, norm_first=norm_first, seed=seed, call=call)
+        layer = _built_eval(DecoderLayer, D_MODEL, HEADS, D_FF, norm_first=norm_first, seed=seed, call=call)
         for name in ("self_attention", "cross_attention", "feed_forward", "norm1", "norm2", "norm3"):
             if not isinstance(getattr(layer, name, None), nn.Module):
                 raise CheckFailed(
@@ -128,8 +127,8 @@ def check_decoder(Decoder: type, seed: int = 0) -> None:  # noqa: N803 (a class)
     with earlier_exercises_replaced(Decoder.__init__, **stand_ins):
         for norm_first in (False, True):
             call = f"Decoder(num_layers=3, d_model=8, num_heads=2, d_ff=16, norm_first={norm_first})"
-            decoder = _built(Decoder, 3, D_MODEL, HEADS, D_FF, norm_first=norm_first, seed=seed, call=call)
-            _expect_stack(decoder, call, norm_first)
+            decoder = _built_eval(Decoder, 3, D_MODEL, HEADS, D_FF, norm_first=norm_first, seed=seed, call=call)
+            expect_stack(decoder, call, norm_first)
             twin = _decoder_twin(decoder, norm_first)
             with torch.no_grad():
                 out = call_learner(
@@ -141,28 +140,10 @@ def check_decoder(Decoder: type, seed: int = 0) -> None:  # noqa: N803 (a class)
     passed("Decoder", "equals nn.TransformerDecoder, post-LN and pre-LN with its final norm")
 
 
-def _expect_stack(stack: nn.Module, call: str, norm_first: bool) -> None:
-    layers = getattr(stack, "layers", None)
-    if not isinstance(layers, nn.ModuleList) or len(layers) != 3:
-        raise CheckFailed(
-            f"{call} needs self.layers = nn.ModuleList of 3 layers, so that their weights are registered."
-        )
-    if len({id(layer) for layer in layers}) != 3:
-        raise CheckFailed(f"{call}: the 3 layers are one and the same object; create a new layer for each.")
-    final = getattr(stack, "norm", "missing")
-    if norm_first and not isinstance(final, nn.Module):
-        raise CheckFailed(f"{call} needs a final self.norm = LayerNorm(d_model) for pre-LN.")
-    if not norm_first and final is not None:
-        raise CheckFailed(f"{call}: post-LN layers already end with a norm; set self.norm = None.")
-
-
 def _decoder_twin(decoder: nn.Module, norm_first: bool) -> nn.TransformerDecoder:
     layer = _layer_twin(decoder.layers[0], norm_first)
     twin = nn.TransformerDecoder(layer, len(decoder.layers), norm=nn.LayerNorm(D_MODEL) if norm_first else None)
-    for ours, theirs in zip(decoder.layers, twin.layers, strict=True):
-        theirs.load_state_dict({n: v.detach() for n, v in reference.decoder_layer_parameters(ours).items()})
-    if norm_first:
-        twin.norm.load_state_dict({"weight": decoder.norm.gain.detach(), "bias": decoder.norm.bias.detach()})
+    load_stack(decoder, twin, reference.decoder_layer_parameters)
     return twin.eval()
 
 
@@ -180,7 +161,7 @@ def check_transformer(Transformer: type, seed: int = 0) -> None:  # noqa: N803 (
         for norm_first in (False, True):
             sizes = f"{SRC_VOCAB}, {TGT_VOCAB}, d_model=8, num_heads=2, d_ff=16, num_layers=2"
             call = f"Transformer({sizes}, norm_first={norm_first})"
-            model = _built(
+            model = _built_eval(
                 Transformer, SRC_VOCAB, TGT_VOCAB, D_MODEL, HEADS, D_FF, 2, norm_first=norm_first, seed=seed, call=call
             )
             _expect_model_parts(model, call)
@@ -218,15 +199,10 @@ def _twin_logits(model: nn.Module, norm_first: bool, src, tgt, source_real, targ
         warnings.simplefilter("ignore", UserWarning)
         twin = nn.Transformer(D_MODEL, HEADS, 2, 2, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
     twin.encoder.use_nested_tensor = False  # the slow path, which computes every position like ours
-    for ours, theirs in zip(model.encoder.layers, twin.encoder.layers, strict=True):
-        theirs.load_state_dict({n: v.detach() for n, v in reference.encoder_layer_parameters(ours).items()})
-    for ours, theirs in zip(model.decoder.layers, twin.decoder.layers, strict=True):
-        theirs.load_state_dict({n: v.detach() for n, v in reference.decoder_layer_parameters(ours).items()})
-    for ours, theirs in ((model.encoder, twin.encoder), (model.decoder, twin.decoder)):
-        if norm_first:
-            theirs.norm.load_state_dict({"weight": ours.norm.gain.detach(), "bias": ours.norm.bias.detach()})
-        else:
-            theirs.norm = None  # nn.Transformer always adds final norms; a post-LN stack has none
+    if not norm_first:  # nn.Transformer always ends both stacks with a norm; a post-LN stack has none
+        twin.encoder.norm = twin.decoder.norm = None
+    load_stack(model.encoder, twin.encoder, reference.encoder_layer_parameters)
+    load_stack(model.decoder, twin.decoder, reference.decoder_layer_parameters)
     hidden = twin(
         _embedded(model.src_embedding, src, **embedding),
         _embedded(model.tgt_embedding, tgt, **embedding),
@@ -284,7 +260,7 @@ def _check_parameter_count(model: nn.Module, call: str, norm_first: bool) -> Non
 
 def _check_embedding_scale(Transformer: type, seed: int) -> None:  # noqa: N803
     call = "Transformer(100, 100, d_model=64, num_heads=4, d_ff=128, num_layers=1)"
-    model = _built(Transformer, 100, 100, 64, 4, 128, 1, seed=seed, call=call)
+    model = _built_eval(Transformer, 100, 100, 64, 4, 128, 1, seed=seed, call=call)
     for name in ("src_embedding", "tgt_embedding"):
         std = getattr(model, name).weight.std().item()
         if not 0.08 < std < 0.18:

@@ -1,7 +1,9 @@
 """Reference building blocks that later notebooks use in place of earlier exercises.
 
-They are built from PyTorch's own operations, so importing them reveals no exercise's answer; checks also
-use them as oracles. A notebook never needs a learner's answer from an earlier notebook.
+A notebook never needs a learner's answer from an earlier notebook; checks also use these as oracles and
+stand-ins. Attention, layer norm, the feed-forward network and the encoder and decoder layers compute with
+PyTorch's own modules, so they reveal no exercise. The encoder and decoder stacks and the full Transformer
+(notebooks 06 and 07) do show their structure; README.md tells instructors.
 """
 
 import torch
@@ -32,6 +34,14 @@ def attention(
     return outputs, weights
 
 
+def pytorch_mask(mask: torch.Tensor | None, batch: int, n_q: int, n_k: int, num_heads: int) -> torch.Tensor | None:
+    """The course's mask (True = may attend, broadcastable to (batch, n_q, n_k)) as PyTorch's layers want it:
+    True = hidden, one (n_q, n_k) matrix per batch element and head."""
+    if mask is None:
+        return None
+    return (~mask.expand(batch, n_q, n_k)).repeat_interleave(num_heads, dim=0)  # (batch * heads, n_q, n_k)
+
+
 class MultiHeadAttention(nn.Module):
     """Notebook 03's module as reference code: PyTorch's nn.MultiheadAttention with the course's conventions.
 
@@ -50,10 +60,7 @@ class MultiHeadAttention(nn.Module):
         self, x: torch.Tensor, context: torch.Tensor | None = None, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         context = x if context is None else context
-        hidden = None
-        if mask is not None:  # PyTorch wants True where attention is NOT allowed, one matrix per (batch, head)
-            shape = (x.shape[0], x.shape[1], context.shape[1])
-            hidden = (~mask.expand(shape)).repeat_interleave(self.num_heads, dim=0)  # (batch * heads, n_q, n_k)
+        hidden = pytorch_mask(mask, x.shape[0], x.shape[1], context.shape[1], self.num_heads)
         return self.attention(x, context, context, attn_mask=hidden, average_attn_weights=False)
 
 
@@ -80,14 +87,6 @@ class FeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.linear2(F.relu(self.linear1(x)))
-
-
-def pytorch_mask(mask: torch.Tensor | None, batch: int, n_q: int, n_k: int, num_heads: int) -> torch.Tensor | None:
-    """The course's mask (True = may attend, broadcastable to (batch, n_q, n_k)) as PyTorch's layers want it:
-    True = hidden, one (n_q, n_k) matrix per batch element and head."""
-    if mask is None:
-        return None
-    return (~mask.expand(batch, n_q, n_k)).repeat_interleave(num_heads, dim=0)  # (batch * heads, n_q, n_k)
 
 
 def encoder_layer_parameters(layer: nn.Module) -> dict[str, torch.Tensor]:

@@ -45,3 +45,9 @@ def test_mask_heatmap_marks_allowed_cells_and_checks_the_shape():
     plt.close(ax.figure)
     with pytest.raises(ValueError, match=r"expected a matrix of shape \(2, 3\)"):
         mask_heatmap(torch.ones(3, 3, dtype=torch.bool), list("ab"), list("abc"))
+
+
+def test_heatmap_of_a_long_sentence_can_leave_out_the_values():
+    ax = attention_heatmap(torch.softmax(torch.randn(3, 4), dim=-1), list("abc"), list("wxyz"), annotate=False)
+    assert len(ax.texts) == 0
+    plt.close(ax.figure)

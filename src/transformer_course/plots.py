@@ -31,12 +31,15 @@ def attention_heatmap(
     key_labels: Sequence[str],
     title: str = "attention weights",
     ax: plt.Axes | None = None,
+    annotate: bool = True,
 ) -> plt.Axes:
-    """Draw a (queries, keys) weight matrix with its values written in the cells; rows are queries."""
+    """Draw a (queries, keys) weight matrix, rows are queries; with annotate=True (for small matrices) the
+    values are written in the cells."""
     weights = weights.detach().cpu().numpy()
     ax = _query_key_grid(weights, query_labels, key_labels, title, ax)
     image = ax.imshow(weights, cmap="Blues", vmin=0.0, vmax=1.0)
-    for row, col in ((r, c) for r in range(len(query_labels)) for c in range(len(key_labels))):
+    cells = ((r, c) for r in range(len(query_labels)) for c in range(len(key_labels)))
+    for row, col in cells if annotate else ():
         value = float(weights[row, col])
         ax.text(col, row, f"{value:.2f}", ha="center", va="center", color="white" if value > 0.6 else "black")
     ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)

@@ -42,6 +42,38 @@ def pytorch_mask(mask: torch.Tensor | None, batch: int, n_q: int, n_k: int, num_
     return (~mask.expand(batch, n_q, n_k)).repeat_interleave(num_heads, dim=0)  # (batch * heads, n_q, n_k)
 
 
+def source_mask(src: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """Notebook 04's padding mask for token ids: (batch, 1, n_src), True at the source's real words."""
+    return (src != pad_id).unsqueeze(-2)
+
+
+def target_mask(tgt: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """Notebook 04's decoder mask for token ids: (batch, n_tgt, n_tgt), True where position i may see
+    position j: j <= i and j is not padding."""
+    n = tgt.shape[-1]
+    causal = torch.ones(n, n, dtype=torch.bool, device=tgt.device).tril()  # (n_tgt, n_tgt)
+    return causal & (tgt != pad_id).unsqueeze(-2)
+
+
+def pytorch_masks(
+    mask: torch.Tensor | None, batch: int, n_q: int, n_k: int, num_heads: int
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """The course's mask as PyTorch's layers take it fastest: (attn_mask, key_padding_mask), True = hidden.
+
+    A mask that is one pattern shared by every sentence (such as the causal mask, or none) combined with each
+    sentence's padding goes as that pattern (n_q, n_k) and the padding (batch, n_k): PyTorch's attention is
+    several times faster so than with one (n_q, n_k) matrix per sentence and head, the general form.
+    """
+    if mask is None:
+        return None, None
+    full = mask.expand(batch, n_q, n_k)
+    real_keys = full.any(dim=-2)  # (batch, n_k): keys that some query may see
+    shared = (full | ~real_keys.unsqueeze(-2)).all(dim=0)  # (n_q, n_k)
+    if not torch.equal(full, shared & real_keys.unsqueeze(-2)):
+        return pytorch_mask(mask, batch, n_q, n_k, num_heads), None
+    return (None if shared.all() else ~shared), ~real_keys
+
+
 class MultiHeadAttention(nn.Module):
     """Notebook 03's module as reference code: PyTorch's nn.MultiheadAttention with the course's conventions.
 
@@ -89,6 +121,17 @@ class FeedForward(nn.Module):
         return self.linear2(F.relu(self.linear1(x)))
 
 
+def _sharing_parameters(template: nn.Module, parameters: dict[str, nn.Parameter]) -> nn.Module:
+    """Make PyTorch's layer compute with our parameters: the very same tensors, so that training ours trains it.
+
+    The caller keeps the layer in a list, so that PyTorch does not register its parameters a second time.
+    """
+    for name, parameter in parameters.items():
+        owner, _, attribute = name.rpartition(".")
+        setattr(template.get_submodule(owner), attribute, parameter)
+    return template
+
+
 def encoder_layer_parameters(layer: nn.Module) -> dict[str, torch.Tensor]:
     """A course encoder layer's parameters under the names nn.TransformerEncoderLayer gives them."""
     attention = layer.self_attention.attention
@@ -124,11 +167,11 @@ class EncoderLayer(nn.Module):
         template = nn.TransformerEncoderLayer(
             d_model, num_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first
         )
-        self._pytorch = [template]  # in a list, so that its own parameters are not registered as ours
+        self._pytorch = [_sharing_parameters(template, encoder_layer_parameters(self))]
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        hidden = pytorch_mask(mask, x.shape[0], x.shape[1], x.shape[1], self.self_attention.num_heads)
-        return torch.func.functional_call(self._pytorch[0], encoder_layer_parameters(self), (x,), {"src_mask": hidden})
+        hidden, padding = pytorch_masks(mask, x.shape[0], x.shape[1], x.shape[1], self.self_attention.num_heads)
+        return self._pytorch[0](x, src_mask=hidden, src_key_padding_mask=padding)
 
 
 class Encoder(nn.Module):
@@ -194,15 +237,30 @@ class DecoderLayer(nn.Module):
         template = nn.TransformerDecoderLayer(
             d_model, num_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first
         )
-        self._pytorch = [template]  # in a list, so that its own parameters are not registered as ours
+        self._pytorch = [_sharing_parameters(template, decoder_layer_parameters(self))]
+
+    def cross_attention_weights(self, x, memory, self_mask=None, memory_mask=None) -> torch.Tensor:
+        """The weights (batch, heads, n_tgt, n_src) with which this layer's target positions attend to the
+        source when it computes forward(x, memory, self_mask, memory_mask)."""
+        if self._pytorch[0].norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=self_mask)[0]
+            queries = self.norm2(x)
+        else:
+            queries = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        return self.cross_attention(queries, context=memory, mask=memory_mask)[1]
 
     def forward(self, x, memory, self_mask=None, memory_mask=None):
         batch, n_tgt, n_src, heads = x.shape[0], x.shape[1], memory.shape[1], self.self_attention.num_heads
-        masks = {
-            "tgt_mask": pytorch_mask(self_mask, batch, n_tgt, n_tgt, heads),
-            "memory_mask": pytorch_mask(memory_mask, batch, n_tgt, n_src, heads),
-        }
-        return torch.func.functional_call(self._pytorch[0], decoder_layer_parameters(self), (x, memory), masks)
+        tgt_mask, tgt_padding = pytorch_masks(self_mask, batch, n_tgt, n_tgt, heads)
+        memory_mask, memory_padding = pytorch_masks(memory_mask, batch, n_tgt, n_src, heads)
+        return self._pytorch[0](
+            x,
+            memory,
+            tgt_mask=tgt_mask,
+            memory_mask=memory_mask,
+            tgt_key_padding_mask=tgt_padding,
+            memory_key_padding_mask=memory_padding,
+        )
 
 
 class Decoder(nn.Module):
@@ -260,3 +318,13 @@ class Transformer(nn.Module):
 
     def forward(self, src, tgt, src_mask=None, tgt_mask=None) -> torch.Tensor:
         return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+    def cross_attention_weights(self, src, tgt, src_mask=None, tgt_mask=None) -> list[torch.Tensor]:
+        """For every decoder layer, the weights (batch, heads, n_tgt, n_src) of its cross-attention: which
+        source words each target position looks at when predicting the next word."""
+        memory = self.encode(src, src_mask)
+        x, weights = self.embed(tgt, self.tgt_embedding), []
+        for layer in self.decoder.layers:
+            weights.append(layer.cross_attention_weights(x, memory, tgt_mask, src_mask))
+            x = layer(x, memory, tgt_mask, src_mask)
+        return weights

@@ -1,0 +1,342 @@
+"""Wrong answers to notebook 08: the shifted decoder input, the loss, the learning-rate schedule, greedy
+decoding and beam search."""
+
+import torch
+
+from autograder.wrong_answers import wrong_answer
+from transformer_course.reference import source_mask, target_mask
+
+ASSIGNMENT = "08_training_and_decoding"
+PAD, BOS, EOS = 0, 1, 2  # the notebook imports them from transformer_course.data.translation
+
+# Exercise 1: shift_right ----------------------------------------------------------------------------------
+
+
+@wrong_answer("shift_right", message="one column too many")
+def shift_right_keeping_the_last_word(target, bos_id):
+    bos = torch.full_like(target[:, :1], bos_id)
+    return torch.cat([bos, target], dim=1)
+
+
+@wrong_answer("shift_right", message="torch.roll moved the last word to the front")
+def shift_right_with_roll(target, bos_id):
+    return target.roll(1, dims=1)
+
+
+@wrong_answer("shift_right", message="you shifted left")
+def shift_left(target, bos_id):
+    return torch.cat([target[:, 1:], torch.full_like(target[:, :1], 0)], dim=1)
+
+
+@wrong_answer("shift_right", message="the first column must be bos_id=7")
+def shift_right_with_a_fixed_bos(target, bos_id):
+    return torch.cat([torch.full_like(target[:, :1], BOS), target[:, :-1]], dim=1)
+
+
+@wrong_answer("shift_right", message="changed its input tensor in place")
+def shift_right_in_place(target, bos_id):
+    target[:, 1:] = target[:, :-1].clone()
+    target[:, 0] = bos_id
+    return target
+
+
+# Exercise 2: sequence_loss ---------------------------------------------------------------------------------
+
+
+@wrong_answer("sequence_loss", message="padding positions count in your loss")
+def loss_over_padding_too(logits, target, pad_id, smoothing=0.0):
+    log_p = torch.log_softmax(logits, dim=-1)
+    right = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    per_token = (1 - smoothing) * right + smoothing * -log_p.mean(dim=-1)
+    return per_token.mean()
+
+
+@wrong_answer("sequence_loss", message="divided by the number of all positions, padding included")
+def loss_divided_by_all_positions(logits, target, pad_id, smoothing=0.0):
+    log_p = torch.log_softmax(logits, dim=-1)
+    right = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    per_token = (1 - smoothing) * right + smoothing * -log_p.mean(dim=-1)
+    return (per_token * (target != pad_id)).sum() / target.numel()
+
+
+@wrong_answer("sequence_loss", message="you summed over the tokens")
+def loss_summed(logits, target, pad_id, smoothing=0.0):
+    log_p = torch.log_softmax(logits, dim=-1)
+    right = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    per_token = (1 - smoothing) * right + smoothing * -log_p.mean(dim=-1)
+    return per_token[target != pad_id].sum()
+
+
+@wrong_answer("sequence_loss", message="label smoothing is missing")
+def loss_without_smoothing(logits, target, pad_id, smoothing=0.0):
+    log_p = torch.log_softmax(logits, dim=-1)
+    right = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    return right[target != pad_id].mean()
+
+
+@wrong_answer("sequence_loss", message="spread the smoothing over the vocab - 1 wrong words")
+def loss_smoothing_only_the_wrong_words(logits, target, pad_id, smoothing=0.0):
+    log_p = torch.log_softmax(logits, dim=-1)
+    right = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    wrong = -log_p.sum(dim=-1) - right
+    per_token = (1 - smoothing) * right + smoothing * wrong / (logits.shape[-1] - 1)
+    return per_token[target != pad_id].mean()
+
+
+@wrong_answer("sequence_loss", message="underflows to log(0)")
+def loss_with_log_of_softmax(logits, target, pad_id, smoothing=0.0):
+    log_p = torch.log(torch.softmax(logits, dim=-1))
+    right = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    per_token = (1 - smoothing) * right + smoothing * -log_p.mean(dim=-1)
+    return per_token[target != pad_id].mean()
+
+
+@wrong_answer("sequence_loss", message="the loss is not connected to the logits")
+def loss_as_a_new_tensor(logits, target, pad_id, smoothing=0.0):
+    log_p = torch.log_softmax(logits, dim=-1)
+    right = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    per_token = (1 - smoothing) * right + smoothing * -log_p.mean(dim=-1)
+    return torch.tensor(per_token[target != pad_id].mean().item())
+
+
+# Exercise 3: learning_rate ---------------------------------------------------------------------------------
+
+
+@wrong_answer("learning_rate", message="there is no warm-up")
+def learning_rate_without_warmup(step, peak, warmup_steps):
+    return peak * min(1.0, (warmup_steps / step) ** 0.5)
+
+
+@wrong_answer("learning_rate", message="the rate must decay after the warm-up")
+def learning_rate_without_decay(step, peak, warmup_steps):
+    return peak * min(step / warmup_steps, 1.0)
+
+
+@wrong_answer("learning_rate", message="it decays as warmup_steps / step")
+def learning_rate_decaying_too_fast(step, peak, warmup_steps):
+    return peak * min(step / warmup_steps, warmup_steps / step)
+
+
+@wrong_answer("learning_rate", message="the first update would change nothing")
+def learning_rate_counting_from_zero(step, peak, warmup_steps):
+    step = step - 1
+    return peak * min(step / warmup_steps, (warmup_steps / max(step, 1)) ** 0.5)
+
+
+# Exercise 4: greedy_decode ---------------------------------------------------------------------------------
+
+
+@wrong_answer("greedy_decode", message="the output starts with BOS")
+def greedy_decode_keeping_bos(model, src, max_len):
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    words = torch.full((src.shape[0], 1), BOS)
+    finished = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        logits = model.decode(words, memory, target_mask(words, PAD), src_mask)
+        next_word = logits[:, -1].argmax(dim=-1).masked_fill(finished, PAD)
+        words = torch.cat([words, next_word[:, None]], dim=1)
+        finished |= next_word == EOS
+        if finished.all():
+            break
+    return words
+
+
+@wrong_answer("greedy_decode", message="model.decode only ever saw one word")
+def greedy_decode_feeding_only_the_last_word(model, src, max_len):
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    last = torch.full((src.shape[0], 1), BOS)
+    outputs = []
+    finished = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        logits = model.decode(last, memory, target_mask(last, PAD), src_mask)
+        next_word = logits[:, -1].argmax(dim=-1).masked_fill(finished, PAD)
+        outputs.append(next_word)
+        last = next_word[:, None]
+        finished |= next_word == EOS
+        if finished.all():
+            break
+    return torch.stack(outputs, dim=1)
+
+
+@wrong_answer("greedy_decode", message="every word repeats the first prediction")
+def greedy_decode_reading_the_first_position(model, src, max_len):
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    words = torch.full((src.shape[0], 1), BOS)
+    finished = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        logits = model.decode(words, memory, target_mask(words, PAD), src_mask)
+        next_word = logits[:, 0].argmax(dim=-1).masked_fill(finished, PAD)
+        words = torch.cat([words, next_word[:, None]], dim=1)
+        finished |= next_word == EOS
+        if finished.all():
+            break
+    return words[:, 1:]
+
+
+@wrong_answer("greedy_decode", message="stop as soon as every row has produced EOS")
+def greedy_decode_always_to_max_len(model, src, max_len):
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    words = torch.full((src.shape[0], 1), BOS)
+    finished = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        logits = model.decode(words, memory, target_mask(words, PAD), src_mask)
+        next_word = logits[:, -1].argmax(dim=-1).masked_fill(finished, PAD)
+        words = torch.cat([words, next_word[:, None]], dim=1)
+        finished |= next_word == EOS
+    return words[:, 1:]
+
+
+@wrong_answer("greedy_decode", message="a row went on after its EOS")
+def greedy_decode_without_padding_finished_rows(model, src, max_len):
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    words = torch.full((src.shape[0], 1), BOS)
+    finished = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        logits = model.decode(words, memory, target_mask(words, PAD), src_mask)
+        next_word = logits[:, -1].argmax(dim=-1)
+        words = torch.cat([words, next_word[:, None]], dim=1)
+        finished |= next_word == EOS
+        if finished.all():
+            break
+    return words[:, 1:]
+
+
+@wrong_answer("greedy_decode", message="model.decode got no tgt_mask")
+def greedy_decode_without_the_causal_mask(model, src, max_len):
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    words = torch.full((src.shape[0], 1), BOS)
+    finished = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        logits = model.decode(words, memory, None, src_mask)
+        next_word = logits[:, -1].argmax(dim=-1).masked_fill(finished, PAD)
+        words = torch.cat([words, next_word[:, None]], dim=1)
+        finished |= next_word == EOS
+        if finished.all():
+            break
+    return words[:, 1:]
+
+
+@wrong_answer("greedy_decode", message="model.encode got no source mask")
+def greedy_decode_without_the_source_mask(model, src, max_len):
+    memory = model.encode(src)
+    words = torch.full((src.shape[0], 1), BOS)
+    finished = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        logits = model.decode(words, memory, target_mask(words, PAD))
+        next_word = logits[:, -1].argmax(dim=-1).masked_fill(finished, PAD)
+        words = torch.cat([words, next_word[:, None]], dim=1)
+        finished |= next_word == EOS
+        if finished.all():
+            break
+    return words[:, 1:]
+
+
+# Exercise 5: beam_search -----------------------------------------------------------------------------------
+
+
+@wrong_answer("beam_search", message="the first word with the highest probability does not lead to the best")
+def beam_search_that_is_greedy(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    words = [BOS]
+    for _ in range(max_len):
+        prefix = torch.tensor([words])
+        logits = model.decode(prefix, memory, target_mask(prefix, PAD), src_mask)
+        words.append(logits[0, -1].argmax().item())
+        if words[-1] == EOS:
+            break
+    return words[1:]
+
+
+@wrong_answer("beam_search", message="with alpha=1, hypotheses compare by their log-probability per word")
+def beam_search_without_length_normalisation(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    alive, finished = [([BOS], 0.0)], []
+    for _ in range(max_len):
+        words = torch.tensor([w for w, _ in alive])
+        logits = model.decode(words, memory.expand(len(alive), -1, -1), target_mask(words, PAD), src_mask)
+        log_p = logits[:, -1].log_softmax(dim=-1)
+        totals = torch.tensor([s for _, s in alive])[:, None] + log_p
+        best = totals.flatten().topk(min(beam_size, totals.numel()))
+        alive = []
+        for total, index in zip(best.values.tolist(), best.indices.tolist()):
+            hyp, word = divmod(index, log_p.shape[-1])
+            (finished if word == EOS else alive).append((words[hyp].tolist() + [word], total))
+        if not alive:
+            break
+    best_words, _ = max(finished + alive, key=lambda c: c[1])
+    return best_words[1:]
+
+
+@wrong_answer("beam_search", message="a hypothesis that ends with EOS is finished")
+def beam_search_extending_finished_hypotheses(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    beam = [([BOS], 0.0)]
+    for _ in range(max_len):
+        words = torch.tensor([w for w, _ in beam])
+        logits = model.decode(words, memory.expand(len(beam), -1, -1), target_mask(words, PAD), src_mask)
+        log_p = logits[:, -1].log_softmax(dim=-1)
+        totals = torch.tensor([s for _, s in beam])[:, None] + log_p
+        best = totals.flatten().topk(min(beam_size, totals.numel()))
+        beam = []
+        for total, index in zip(best.values.tolist(), best.indices.tolist()):
+            hyp, word = divmod(index, log_p.shape[-1])
+            beam.append((words[hyp].tolist() + [word], total))
+    best_words, _ = max(beam, key=lambda c: c[1] / (len(c[0]) - 1) ** alpha)
+    return best_words[1:]
+
+
+@wrong_answer("beam_search", message="ranked by their summed log-probability, not their last word")
+def beam_search_ranking_by_the_last_word(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    alive, finished = [([BOS], 0.0)], []
+    for _ in range(max_len):
+        words = torch.tensor([w for w, _ in alive])
+        logits = model.decode(words, memory.expand(len(alive), -1, -1), target_mask(words, PAD), src_mask)
+        log_p = logits[:, -1].log_softmax(dim=-1)
+        best = log_p.flatten().topk(min(beam_size, log_p.numel()))
+        alive = []
+        for score, index in zip(best.values.tolist(), best.indices.tolist()):
+            hyp, word = divmod(index, log_p.shape[-1])
+            (finished if word == EOS else alive).append((words[hyp].tolist() + [word], score))
+        if not alive:
+            break
+    best_words, _ = max(finished + alive, key=lambda c: c[1] / (len(c[0]) - 1) ** alpha)
+    return best_words[1:]
+
+
+@wrong_answer("beam_search", message="expected between 1 and max_len=3")
+def beam_search_returning_only_finished_hypotheses(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    alive, finished = [([BOS], 0.0)], []
+    for _ in range(max_len):
+        words = torch.tensor([w for w, _ in alive])
+        logits = model.decode(words, memory.expand(len(alive), -1, -1), target_mask(words, PAD), src_mask)
+        log_p = logits[:, -1].log_softmax(dim=-1)
+        totals = torch.tensor([s for _, s in alive])[:, None] + log_p
+        best = totals.flatten().topk(min(beam_size, totals.numel()))
+        alive = []
+        for total, index in zip(best.values.tolist(), best.indices.tolist()):
+            hyp, word = divmod(index, log_p.shape[-1])
+            (finished if word == EOS else alive).append((words[hyp].tolist() + [word], total))
+        if not alive:
+            break
+    if not finished:
+        return []
+    best_words, _ = max(finished, key=lambda c: c[1] / (len(c[0]) - 1) ** alpha)
+    return best_words[1:]

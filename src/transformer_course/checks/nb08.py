@@ -1,0 +1,462 @@
+"""Checks for notebook 08, training the encoder-decoder and decoding with it.
+
+Oracles: the definition of the shifted input; ``F.cross_entropy`` with ``ignore_index`` and ``label_smoothing``
+and its gradient; closed-form values of the learning-rate schedule; for decoding, scripted models whose best
+outputs are known by construction (the reversed source, or the best sequence found by trying every sequence),
+and, on a real model, the definition of greedy decoding checked by one teacher-forced pass.
+"""
+
+import itertools
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .. import reference
+from . import CheckFailed, call_learner, expect_close, expect_tensor, learner_facing, passed, seeded_randn
+
+PAD, BOS, EOS = 0, 1, 2  # as in transformer_course.data.translation
+
+
+# Exercise 1 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_shift_right(shift_right, seed: int = 0) -> None:
+    """Check BOS in front, the last column dropped, the padding kept, other BOS ids and a batch of one."""
+    generator = torch.Generator().manual_seed(seed)
+    target = torch.randint(4, 20, (3, 6), generator=generator)  # (batch, n_tgt)
+    target[0, 4], target[0, 5:] = EOS, PAD
+    target[1, 2], target[1, 3:] = EOS, PAD
+    target[2, 5] = EOS
+    for bos_id, tokens in ((BOS, target), (7, target[:1, :3])):
+        call = f"shift_right(target of shape {tuple(tokens.shape)}, bos_id={bos_id})"
+        shifted = call_learner(shift_right, tokens, bos_id, call=call)
+        expected = torch.cat([torch.full_like(tokens[:, :1], bos_id), tokens[:, :-1]], dim=1)
+        _diagnose_shift(shifted, tokens, bos_id, call)
+        expect_tensor(shifted, "shift_right", tokens.shape, tokens.dtype)
+        if not torch.equal(shifted, expected):
+            raise CheckFailed(f"{call}: expected\n{expected.tolist()}\ngot\n{shifted.tolist()}.")
+    passed("shift_right", "BOS in front, every word moved one place right, the last column dropped")
+
+
+def _diagnose_shift(shifted, target: torch.Tensor, bos_id: int, call: str) -> None:
+    if not isinstance(shifted, torch.Tensor):
+        return
+    if shifted.shape == (target.shape[0], target.shape[1] + 1):
+        raise CheckFailed(
+            f"{call}: the result has one column too many. Drop the target's last column: the decoder input must "
+            "be as long as the target, so that position i predicts target word i."
+        )
+    if torch.equal(shifted, target.roll(1, dims=1)):
+        raise CheckFailed(f"{call}: torch.roll moved the last word to the front; position 0 must hold bos_id.")
+    if shifted.shape == target.shape and not (shifted[:, 0] == bos_id).all():
+        if torch.equal(shifted[:, :-1], target[:, 1:]):
+            raise CheckFailed(
+                f"{call}: you shifted left. The decoder input starts with bos_id and is the target moved one "
+                "place to the right."
+            )
+        raise CheckFailed(f"{call}: the first column must be bos_id={bos_id}, got {shifted[:, 0].tolist()}.")
+
+
+# Exercise 2 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_sequence_loss(sequence_loss, seed: int = 0) -> None:
+    """Check against F.cross_entropy (ignore_index, label_smoothing) with and without smoothing, for two padding
+    ids, its gradient, and large logits."""
+    for pad_id in (PAD, 3):
+        _check_loss_values(sequence_loss, seed, pad_id)
+    passed("sequence_loss", "equals F.cross_entropy with label smoothing and padding ignored, gradient too")
+
+
+def _check_loss_values(sequence_loss, seed: int, pad_id: int) -> None:
+    vocab = 7
+    logits = seeded_randn(2, 5, vocab, seed=seed)  # (batch, n_tgt, vocab)
+    target = torch.randint(vocab, (2, 5), generator=torch.Generator().manual_seed(seed))  # (batch, n_tgt)
+    target[target == pad_id] = (pad_id + 1) % vocab  # padding only where placed below
+    target[0, 3:], target[1, 4:] = pad_id, pad_id
+    for smoothing in (0.0, 0.1):
+        call = f"sequence_loss(logits, target, pad_id={pad_id}, smoothing={smoothing})"
+        leaf = logits.clone().requires_grad_()
+        loss = call_learner(sequence_loss, leaf, target, pad_id, smoothing, call=call)
+        expect_tensor(loss, "sequence_loss", (), logits.dtype)
+        expected = _cross_entropy(logits, target, pad_id, smoothing)
+        if not torch.allclose(loss.detach(), expected, atol=1e-5):
+            _diagnose_loss(loss.detach(), logits, target, pad_id, smoothing, call)
+        expect_close(loss.detach(), expected, f"{call}, compared with F.cross_entropy")
+        _check_gradient(loss, leaf, target, pad_id, smoothing, call)
+    call = f"sequence_loss(logits × 1000, target, pad_id={pad_id}, smoothing=0.1)"
+    loss = call_learner(sequence_loss, logits * 1000, target, pad_id, 0.1, call=call)
+    if not torch.isfinite(loss).all():
+        raise CheckFailed(
+            f"{call} is {loss.item()}: log(softmax(...)) underflows to log(0) = -inf for large logits. Compute "
+            "log-probabilities with torch.log_softmax, which stays finite."
+        )
+    expect_close(loss.detach(), _cross_entropy(logits * 1000, target, pad_id, 0.1), call, atol=1e-3)
+
+
+def _cross_entropy(logits, target, pad_id: int, smoothing: float, **options) -> torch.Tensor:
+    flat_logits, flat_target = logits.reshape(-1, logits.shape[-1]), target.reshape(-1)
+    return F.cross_entropy(flat_logits, flat_target, ignore_index=pad_id, label_smoothing=smoothing, **options)
+
+
+def _diagnose_loss(loss, logits, target, pad_id: int, smoothing: float, call: str) -> None:
+    per_token = _cross_entropy(logits, target, pad_id, smoothing, reduction="none")  # 0 where padded
+    log_p = logits.log_softmax(-1)  # (batch, n_tgt, vocab)
+    right = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (batch, n_tgt)
+    wrong = -log_p.sum(-1) - right  # (batch, n_tgt): summed over the vocab - 1 wrong words
+    spread_over_wrong_words = (1 - smoothing) * right + smoothing * wrong / (logits.shape[-1] - 1)
+    mistakes = {
+        "padding positions count in your loss: leave out the positions where target == pad_id, and average "
+        "over the real tokens only": _cross_entropy(logits, target, -100, smoothing),
+        "you divided by the number of all positions, padding included; divide by the number of real tokens": (
+            per_token.sum() / target.numel()
+        ),
+        "you summed over the tokens; average over the real (non-padding) tokens instead": per_token.sum(),
+        "label smoothing is missing: the target distribution is (1 - smoothing) on the right word plus "
+        "smoothing / vocab on every word": _cross_entropy(logits, target, pad_id, 0.0),
+        "you spread the smoothing over the vocab - 1 wrong words; here, as in PyTorch, it is spread over all "
+        "vocab words, the right one too: (1 - smoothing) · one-hot + smoothing / vocab": (
+            spread_over_wrong_words[target != pad_id].mean()
+        ),
+        "the loss has the wrong sign: it is the negative log-probability, which training makes smaller": (
+            -_cross_entropy(logits, target, pad_id, smoothing)
+        ),
+    }
+    for mistake, wrong_loss in mistakes.items():
+        if torch.allclose(loss, wrong_loss.to(loss.dtype), atol=1e-5):
+            raise CheckFailed(f"{call}: {mistake}.")
+
+
+def _check_gradient(loss, leaf: torch.Tensor, target, pad_id: int, smoothing: float, call: str) -> None:
+    if not loss.requires_grad:
+        raise CheckFailed(
+            f"{call}: the loss is not connected to the logits, so training could not follow its gradient. Did you "
+            "use .item(), .detach() or torch.tensor(...) on the way?"
+        )
+    (gradient,) = torch.autograd.grad(loss, leaf)
+    reference_leaf = leaf.detach().clone().requires_grad_()
+    (expected,) = torch.autograd.grad(_cross_entropy(reference_leaf, target, pad_id, smoothing), reference_leaf)
+    expect_close(gradient, expected, f"{call}: the gradient with respect to the logits")
+
+
+# Exercise 3 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_learning_rate(learning_rate, peak: float = 1e-3, warmup_steps: int = 400) -> None:
+    """Check closed-form values: linear warm-up to the peak at warmup_steps, then peak · sqrt(warmup / step)."""
+    expected = {
+        1: peak / warmup_steps,
+        warmup_steps // 2: peak * (warmup_steps // 2) / warmup_steps,
+        warmup_steps: peak,
+        4 * warmup_steps: peak / 2,
+        100 * warmup_steps: peak / 10,
+    }
+    values = {}
+    for step in expected:
+        call = f"learning_rate(step={step}, peak={peak}, warmup_steps={warmup_steps})"
+        value = call_learner(learning_rate, step, peak, warmup_steps, call=call)
+        try:
+            values[step] = float(value)
+        except (TypeError, ValueError):
+            raise CheckFailed(f"{call} must return a number, got {type(value).__name__}.") from None
+    _diagnose_schedule(values, peak, warmup_steps)
+    for step, value in values.items():
+        if not math.isclose(value, expected[step], rel_tol=1e-6):
+            raise CheckFailed(
+                f"learning_rate(step={step}, peak={peak}, warmup_steps={warmup_steps}) = {value:.6g}; expected "
+                f"{expected[step]:.6g} = peak · min(step / warmup_steps, sqrt(warmup_steps / step))."
+            )
+    passed("learning_rate", "warms up linearly to the peak, then decays as 1/√step")
+
+
+def _diagnose_schedule(values: dict[int, float], peak: float, warmup: int) -> None:
+    late = values[4 * warmup]
+    if values[1] == 0:
+        raise CheckFailed(
+            "learning_rate(step=1, ...) is 0, so the first update would change nothing: steps count from 1, and "
+            "step 1 gets peak / warmup_steps."
+        )
+    if math.isclose(values[1], peak, rel_tol=1e-6):
+        raise CheckFailed(
+            f"learning_rate(step=1, ...) is already the peak {peak}: there is no warm-up. Grow linearly, "
+            "peak · step / warmup_steps, until step = warmup_steps."
+        )
+    if math.isclose(late, peak, rel_tol=1e-6):
+        raise CheckFailed(
+            f"learning_rate(step={4 * warmup}, ...) is still the peak: the rate must decay after the warm-up, "
+            "as peak · sqrt(warmup_steps / step)."
+        )
+    if math.isclose(late, peak / 4, rel_tol=1e-6):
+        raise CheckFailed(
+            f"learning_rate(step={4 * warmup}, ...) is peak / 4: it decays as warmup_steps / step; the schedule "
+            "decays more slowly, as sqrt(warmup_steps / step) (peak / 2 at 4 × warmup_steps)."
+        )
+
+
+# Decoding: models whose answers are known ----------------------------------------------------------------
+
+
+class _Spy(nn.Module):
+    """A model with the interface of reference.Transformer (encode, decode) that notes how it is called."""
+
+    def __init__(self, vocab: int):
+        super().__init__()
+        self.vocab = vocab
+        self.problems: list[str] = []
+        self.widths: list[int] = []
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+        self._expect_source_mask(src_mask, src != PAD, "model.encode")
+        return src.unsqueeze(-1).float()  # (batch, n_src, 1): the source itself is the memory
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None) -> torch.Tensor:
+        self.widths.append(tgt.shape[-1])
+        self._expect_source_mask(src_mask, memory[..., 0] != PAD, "model.decode")
+        self._expect_causal(tgt_mask, tgt.shape[-1])
+        if tgt.shape[-1] > 0 and not (tgt[:, 0] == BOS).all():
+            self._note("the target prefixes given to model.decode must start with BOS")
+        return self.next_word_logits(tgt, memory[..., 0].long())  # (batch, n_tgt, vocab)
+
+    def next_word_logits(self, tgt: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _note(self, problem: str) -> None:
+        if problem not in self.problems:
+            self.problems.append(problem)
+
+    def _expect_source_mask(self, mask, real: torch.Tensor, where: str) -> None:
+        if mask is None or not isinstance(mask, torch.Tensor):
+            self._note(f"{where} got no source mask: pass src_mask = (src != PAD)[:, None, :], shape (batch, 1, n_src)")
+            return
+        real = real[:, None, :]  # (batch, 1, n_src)
+        try:
+            shape = torch.broadcast_shapes(mask.shape, real.shape)
+        except RuntimeError:
+            shape = None
+        if shape is None or not torch.equal(mask.bool().expand(shape), real.expand(shape)):
+            self._note(f"{where} got a source mask that is not (src != PAD)[:, None, :] (shape (batch, 1, n_src))")
+
+    def _expect_causal(self, mask, width: int) -> None:
+        if mask is None or not isinstance(mask, torch.Tensor):
+            self._note("model.decode got no tgt_mask: even when decoding, the prefix needs the causal mask")
+        elif mask.shape[-2:] != (width, width) or (mask.bool() & ~torch.ones(width, width).tril().bool()).any():
+            self._note(f"the tgt_mask given to model.decode is not causal for a prefix of {width} words")
+
+    def expect_no_problems(self, call: str) -> None:
+        if self.problems:
+            raise CheckFailed(f"{call}: {self.problems[0]}.")
+
+
+class _ReversingModel(_Spy):
+    """Translates by reversing the source's words, then EOS; after the EOS it would go on with word 4."""
+
+    def next_word_logits(self, tgt: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        batch, width = tgt.shape
+        logits = torch.zeros(batch, width, self.vocab)
+        for row, position in itertools.product(range(batch), range(width)):
+            words = [w for w in src[min(row, src.shape[0] - 1)].tolist() if w not in (PAD, EOS)][::-1]
+            logits[row, position, (words + [EOS])[position] if position <= len(words) else 4] = 5.0
+        return logits
+
+
+def _reversed_translation(src: torch.Tensor, width: int) -> torch.Tensor:
+    """What greedy decoding of the reversing model gives: the reversed words, EOS, then PAD; (batch, width)."""
+    rows = [[w for w in row.tolist() if w not in (PAD, EOS)][::-1] + [EOS] for row in src]
+    return torch.tensor([(row + [PAD] * width)[:width] for row in rows])
+
+
+class _TableModel(_Spy):
+    """Next-word probabilities read from a table of prefixes (words after BOS); a prefix that ended with EOS
+    continues with word 4, almost surely."""
+
+    def __init__(self, table: dict[tuple[int, ...], dict[int, float]], default: dict[int, float]):
+        super().__init__(vocab=8)
+        self.table, self.default = table, default
+
+    def probabilities(self, prefix: tuple[int, ...]) -> dict[int, float]:
+        if EOS in prefix:
+            return {4: 0.99, EOS: 0.01}
+        return self.table.get(prefix, self.default)
+
+    def next_word_logits(self, tgt: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        batch, width = tgt.shape
+        logits = torch.full((batch, width, self.vocab), -30.0)  # PAD, BOS, UNK: as good as impossible
+        for row, position in itertools.product(range(batch), range(width)):
+            for word, p in self.probabilities(tuple(tgt[row, 1 : position + 1].tolist())).items():
+                logits[row, position, word] = math.log(p)
+        return logits
+
+    def score(self, words: list[int], alpha: float) -> float:
+        """The length-normalised log-probability of the words after BOS."""
+        log_p = sum(math.log(self.probabilities(tuple(words[:i])).get(w, 1e-13)) for i, w in enumerate(words))
+        return log_p / len(words) ** alpha
+
+    def best(self, max_len: int, alpha: float) -> tuple[list[int], float]:
+        """The best hypothesis by trying every one: ended by EOS within max_len words, or max_len words long."""
+        words = (EOS, 4, 5, 6, 7)
+        candidates = [
+            [*prefix, EOS] for length in range(max_len) for prefix in itertools.product(words[1:], repeat=length)
+        ] + [list(prefix) for prefix in itertools.product(words[1:], repeat=max_len)]
+        best = max(candidates, key=lambda c: self.score(c, alpha))
+        return best, self.score(best, alpha)
+
+
+def _greedy_check_model(seed: int) -> reference.Transformer:
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return reference.Transformer(12, 12, d_model=16, num_heads=2, d_ff=32, num_layers=2).eval()
+
+
+def _expect_greedy_choices(model, src: torch.Tensor, words: torch.Tensor, call: str) -> None:
+    """Every word up to the first EOS must be the most likely next word given the words before it: checked in
+    one teacher-forced pass over BOS followed by the output."""
+    decoder_input = torch.cat([torch.full_like(words[:, :1], BOS), words[:, :-1]], dim=1)  # (batch, width)
+    src_mask = reference.source_mask(src, PAD)
+    with torch.no_grad():
+        memory = model.encode(src, src_mask)
+        logits = model.decode(decoder_input, memory, reference.target_mask(decoder_input, PAD), src_mask)
+    best = logits.argmax(-1)  # (batch, width)
+    for row in range(words.shape[0]):
+        for position, word in enumerate(words[row].tolist()):
+            if word != best[row, position]:
+                raise CheckFailed(
+                    f"{call}: in row {row}, word {position} is {word}, but the most likely next word after the "
+                    f"words before it is {best[row, position].item()}."
+                )
+            if word == EOS:
+                break
+
+
+# Exercise 4 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_greedy_decode(greedy_decode, seed: int = 0) -> None:
+    """Check the reversing model (rows of different lengths, EOS, PAD after it, stopping, max_len) and the
+    definition of greedy decoding on a real model."""
+    generator = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, 12, (3, 5), generator=generator)  # (batch, n_src)
+    src[1, 3:], src[2, 1:] = PAD, PAD  # lengths 5, 3 and 1
+    for max_len in (10, 4):
+        model = _ReversingModel(vocab=12)
+        call = f"greedy_decode(model, src, max_len={max_len})"
+        with torch.no_grad():
+            words = call_learner(greedy_decode, model, src, max_len, call=call)
+        if len(model.widths) > 1 and max(model.widths) == 1:
+            raise CheckFailed(
+                f"{call}: model.decode only ever saw one word. Give it the whole prefix so far (BOS and every word "
+                "generated), and read the prediction at the last position."
+            )
+        model.expect_no_problems(call)
+        expected = _reversed_translation(src, min(max_len, 6))
+        _diagnose_greedy(words, expected, max_len, call)
+        expect_tensor(words, "greedy_decode", expected.shape, torch.int64)
+        if not torch.equal(words, expected):
+            raise CheckFailed(f"{call} with a model that reverses the source: expected\n{expected.tolist()}\ngot\n"
+                              f"{words.tolist()}.")  # fmt: skip
+    model, src = _greedy_check_model(seed), torch.randint(4, 12, (2, 6), generator=generator)
+    src[1, 4:] = PAD
+    call = "greedy_decode(a small random Transformer, src, max_len=7)"
+    with torch.no_grad():
+        words = call_learner(greedy_decode, model, src, 7, call=call)
+    expect_tensor(words, "greedy_decode", (2, words.shape[-1] if isinstance(words, torch.Tensor) else 7), torch.int64)
+    _expect_greedy_choices(model, src, words, call)
+    passed("greedy_decode", "picks the most likely next word, stops at EOS, pads finished rows")
+
+
+def _diagnose_greedy(words, expected: torch.Tensor, max_len: int, call: str) -> None:
+    if not isinstance(words, torch.Tensor) or words.dim() != 2:
+        return
+    if words.shape[1] == expected.shape[1] + 1 and (words[:, 0] == BOS).all():
+        raise CheckFailed(f"{call}: the output starts with BOS; return only the generated words, without BOS.")
+    if words.shape[1] > 1 and (words == words[:, :1]).all() and not torch.equal(words, expected):
+        raise CheckFailed(
+            f"{call}: every word repeats the first prediction; the next word is predicted at the last position "
+            "of the prefix: logits[:, -1]."
+        )
+    if words.shape[1] == max_len > expected.shape[1]:
+        if torch.equal(words[:, : expected.shape[1]], expected):
+            raise CheckFailed(f"{call}: stop as soon as every row has produced EOS; you went on to max_len.")
+    if words.shape == expected.shape and ((expected == PAD) & (words != PAD)).any():
+        raise CheckFailed(
+            f"{call}: a row went on after its EOS; once a row has produced EOS, its later places hold PAD."
+        )
+
+
+# Exercise 5 ---------------------------------------------------------------------------------------------
+
+# Tables of next-word probabilities (after BOS), each with a lesson. Words are 4-7; EOS is 2.
+_GREEDY_TRAP = (  # the most likely first word leads nowhere; the second leads to a sure sentence
+    {(): {4: 0.5, 5: 0.45, EOS: 0.05}, (4,): {4: 0.24, 5: 0.24, 6: 0.24, 7: 0.23, EOS: 0.05},
+     (5,): {6: 0.9, 4: 0.02, 5: 0.03, 7: 0.03, EOS: 0.02}, (5, 6): {EOS: 0.9, 4: 0.025, 5: 0.025, 6: 0.025, 7: 0.025}},
+    {EOS: 0.4, 4: 0.15, 5: 0.15, 6: 0.15, 7: 0.15},
+)  # fmt: skip
+_SHORT_OR_LONG = (  # "4 EOS" has the highest total log-probability; "5 6 6 6 EOS" the highest per word
+    {(): {4: 0.6, 5: 0.4}, (4,): {EOS: 0.55, 6: 0.45}, (5,): {6: 0.9, EOS: 0.1}, (5, 6): {6: 0.9, EOS: 0.1},
+     (5, 6, 6): {6: 0.9, EOS: 0.1}, (5, 6, 6, 6): {EOS: 0.9, 6: 0.1}},
+    {EOS: 0.4, 4: 0.15, 5: 0.15, 6: 0.15, 7: 0.15},
+)  # fmt: skip
+_SURE_BUT_UNLIKELY = (  # ranking by the last word's probability alone keeps the wrong hypotheses
+    {(): {4: 0.8, 5: 0.2}, (4,): {7: 0.35, 4: 0.33, 6: 0.32}, (5,): {7: 0.6, 4: 0.4},
+     (4, 7): {EOS: 0.9, 4: 0.1}, (4, 4): {EOS: 0.9, 4: 0.1}, (5, 7): {EOS: 0.9, 4: 0.1}, (5, 4): {EOS: 0.9, 4: 0.1}},
+    {EOS: 0.4, 4: 0.15, 5: 0.15, 6: 0.15, 7: 0.15},
+)  # fmt: skip
+_NEVER_ENDING = ({(): {4: 0.6, 5: 0.4}}, {4: 0.3, 5: 0.3, 6: 0.2, 7: 0.19, EOS: 0.01})  # EOS is never likely
+
+
+@learner_facing
+def check_beam_search(beam_search, seed: int = 0) -> None:
+    """Check that the hypothesis returned is the best one, found by trying every sequence, in scripted cases
+    where a beam finds it and greedy choices or other rankings do not; and that beam_size=1 is greedy."""
+    cases = [  # (table, beam_size, max_len, alpha, what the case is about)
+        (_GREEDY_TRAP, 2, 4, 0.0, "the first word with the highest probability does not lead to the best sentence"),
+        (_SURE_BUT_UNLIKELY, 2, 3, 0.6, "hypotheses are ranked by their summed log-probability, not their last word"),
+        (_SHORT_OR_LONG, 2, 6, 0.0, "with alpha=0, hypotheses compare by their total log-probability"),
+        (_SHORT_OR_LONG, 2, 6, 1.0, "with alpha=1, hypotheses compare by their log-probability per word"),
+        (_NEVER_ENDING, 2, 3, 0.6, "no hypothesis ends within max_len words; the best unfinished one is returned"),
+    ]
+    src = torch.tensor([4, 5, 6])  # (n_src,): the scripted models do not read it
+    for (table, default), beam_size, max_len, alpha, lesson in cases:
+        model = _TableModel(table, default)
+        call = f"beam_search(model, src, beam_size={beam_size}, max_len={max_len}, alpha={alpha})"
+        with torch.no_grad():
+            words = call_learner(beam_search, model, src, beam_size, max_len, alpha, call=call)
+        model.expect_no_problems(call)
+        best, best_score = model.best(max_len, alpha)
+        _expect_hypothesis(words, max_len, call)
+        if EOS in words[:-1]:
+            raise CheckFailed(
+                f"{call} returned {words}, with words after EOS: a hypothesis that ends with EOS is finished. Set "
+                "it aside and do not extend it."
+            )
+        if not math.isclose(model.score(words, alpha), best_score, abs_tol=1e-9):
+            raise CheckFailed(
+                f"{call} returned {words} (score {model.score(words, alpha):.4f}), but {best} scores "
+                f"{best_score:.4f} and a beam of {beam_size} finds it: {lesson}."
+            )
+    _check_beam_of_one_is_greedy(beam_search, seed)
+    passed("beam_search", "finds the best hypothesis by summed log-probability with length normalisation")
+
+
+def _expect_hypothesis(words, max_len: int, call: str) -> None:
+    if not isinstance(words, list) or not all(isinstance(word, int) for word in words):
+        raise CheckFailed(f"{call} must return a list of ints (use .tolist()), got {type(words).__name__}.")
+    if words[:1] == [BOS]:
+        raise CheckFailed(f"{call} returned {words}; leave out the BOS and return only the generated words.")
+    if not 0 < len(words) <= max_len:
+        raise CheckFailed(f"{call} returned {len(words)} words; expected between 1 and max_len={max_len}.")
+
+
+def _check_beam_of_one_is_greedy(beam_search, seed: int) -> None:
+    model = _greedy_check_model(seed)
+    src = torch.randint(4, 12, (6,), generator=torch.Generator().manual_seed(seed))
+    call = "beam_search(a small random Transformer, src, beam_size=1, max_len=7, alpha=0.0)"
+    with torch.no_grad():
+        words = call_learner(beam_search, model, src, 1, 7, 0.0, call=call)
+    _expect_hypothesis(words, 7, call)
+    _expect_greedy_choices(model, src[None], torch.tensor([words]), f"{call} (a beam of one is greedy decoding)")

@@ -1,0 +1,104 @@
+"""The checks of notebook 08 accept correct answers written in other ways, and explain stubs.
+
+(Kept wrong answers are rejected: tests/test_wrong_answers.py; the solution notebook passes the checks when CI
+executes it.)
+"""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.stubs import raise_not_implemented
+from transformer_course.checks import CheckFailed, nb08
+from transformer_course.data.translation import BOS, EOS, PAD
+from transformer_course.reference import source_mask, target_mask
+
+
+def shift_by_copying(target, bos_id):
+    shifted = target.new_full(target.shape, bos_id)
+    shifted[:, 1:] = target[:, :-1]
+    return shifted
+
+
+def loss_by_pytorch(logits, target, pad_id, smoothing=0.0):
+    return F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=pad_id, label_smoothing=smoothing)
+
+
+def schedule_as_a_tensor(step, peak, warmup_steps):
+    return torch.tensor(peak * min(step * warmup_steps**-1.5, step**-0.5) * warmup_steps**0.5)
+
+
+def greedy_one_sentence_at_a_time(model, src, max_len):
+    rows = []
+    for sentence in src:
+        sentence = sentence[None]
+        memory = model.encode(sentence, source_mask(sentence, PAD))
+        words = [BOS]
+        while len(words) <= max_len and words[-1] != EOS:
+            prefix = torch.tensor([words])
+            logits = model.decode(prefix, memory, target_mask(prefix, PAD), source_mask(sentence, PAD))
+            words.append(logits[0, -1].argmax().item())
+        rows.append(words[1:])
+    width = max(map(len, rows))
+    return torch.tensor([row + [PAD] * (width - len(row)) for row in rows])
+
+
+def beam_search_with_probabilities_kept_whole(model, src, beam_size, max_len, alpha=0.6):
+    """Ranks by the product of probabilities (the same order as their summed logs), one hypothesis at a time,
+    and lets finished hypotheses keep their place in the beam while they rank among the best."""
+    src = src[None]
+    memory = model.encode(src, source_mask(src, PAD))
+    beam = [([BOS], 1.0)]
+    for _ in range(max_len):
+        candidates = [hypothesis for hypothesis in beam if hypothesis[0][-1] == EOS]
+        growing = [hypothesis for hypothesis in beam if hypothesis[0][-1] != EOS]
+        if not growing:
+            break
+        for words, probability in growing:
+            prefix = torch.tensor([words])
+            logits = model.decode(prefix, memory, target_mask(prefix, PAD), source_mask(src, PAD))
+            for word, p in enumerate(logits[0, -1].softmax(-1).tolist()):
+                candidates.append((words + [word], probability * p))
+        beam = sorted(candidates, key=lambda c: c[1], reverse=True)[:beam_size]
+    best = max(beam, key=lambda c: math.log(c[1]) / (len(c[0]) - 1) ** alpha)
+    return best[0][1:]
+
+
+@pytest.mark.parametrize(
+    ("check", "answer"),
+    [
+        (nb08.check_shift_right, shift_by_copying),
+        (nb08.check_sequence_loss, loss_by_pytorch),
+        (nb08.check_learning_rate, schedule_as_a_tensor),
+        (nb08.check_greedy_decode, greedy_one_sentence_at_a_time),
+        (nb08.check_beam_search, beam_search_with_probabilities_kept_whole),
+    ],
+)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_checks_accept_correct_answers_written_differently(check, answer, seed):
+    if check is nb08.check_learning_rate:
+        check(answer, peak=2.0, warmup_steps=10 + seed)
+    else:
+        check(answer, seed=seed)
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        nb08.check_shift_right,
+        nb08.check_sequence_loss,
+        nb08.check_learning_rate,
+        nb08.check_greedy_decode,
+        nb08.check_beam_search,
+    ],
+)
+def test_a_stub_is_reported_as_not_implemented_yet(check):
+    with pytest.raises(CheckFailed, match="is not implemented yet"):
+        check(raise_not_implemented)
+
+
+def test_greedy_check_names_a_result_of_the_wrong_type():
+    with pytest.raises(CheckFailed, match="must return a torch.Tensor"):
+        nb08.check_greedy_decode(lambda model, src, max_len: [[EOS]] * len(src))

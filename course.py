@@ -83,7 +83,7 @@ def check(extra_args: list[str]) -> int:
             "tests",
             "solutions",
             "--nbval-lax",
-            "--nbval-cell-timeout=120",
+            "--nbval-cell-timeout=600",  # notebook 08 trains for a minute or two in one cell
             "-n",
             "auto",
             "--dist",

@@ -269,10 +269,12 @@ def test_student_notebook_01_opens_and_its_first_check_says_softmax_is_not_imple
     errors = notebook_panel(page).locator(ERROR_OUTPUT)
     expect(errors.first).to_contain_text("softmax is not implemented yet", timeout=RUN_ALL_TIMEOUT_MS)
     wait_for_idle_kernel(page)
-    # Run All stops at the first error: every cell before the check of softmax ran cleanly.
+    # Run All stops at the first error: every cell before the first exercise's visible check ran cleanly.
     expect(errors).to_have_count(1)
-    expect(errors).to_contain_text("CheckFailed")
-    show(errors.first)
+    expect(errors).to_contain_text("CheckFailed: softmax is not implemented yet")
+    failing_cell = notebook_panel(page).locator(".jp-CodeCell", has=page.locator(ERROR_OUTPUT))
+    expect(failing_cell).to_contain_text("nb01.check_softmax(softmax)")
+    show(errors)
     screenshot(page, "2-student-notebook-01-softmax-check-fails")
 
 

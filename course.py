@@ -1,7 +1,8 @@
 """The course's commands. Each sets up the environment first (.venv, from requirements.txt) when needed.
 
     python3.11 course.py lab        set up, then open the course in JupyterLab
-    python3.11 course.py check      set up, then run every check of the course (what CI runs)
+    python3.11 course.py check      set up, then run every check of the course (what CI runs); installs
+                                    Debian's Chromium for the browser test when it is missing and apt allows
     python3.11 course.py generate   regenerate notebooks/ from solutions/ (for maintainers)
     python3.11 course.py new-class DIR   create an nbgrader course directory for a class (for instructors)
 

@@ -1,7 +1,8 @@
 """The course's commands. Each sets up the environment first (.venv, from requirements.txt) when needed.
 
     python3.11 course.py lab        set up, then open the course in JupyterLab
-    python3.11 course.py check      set up, then run every check of the course (what CI runs)
+    python3.11 course.py check      set up, then run every check of the course (what CI runs); installs
+                                    Debian's Chromium for the browser test when it is missing and apt allows
     python3.11 course.py generate   regenerate notebooks/ from solutions/ (for maintainers)
     python3.11 course.py new-class DIR   create an nbgrader course directory for a class (for instructors)
 
@@ -10,6 +11,7 @@ Only the standard library is used before the environment exists.
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -20,6 +22,11 @@ VENV = REPO / ".venv"
 INSTALL_INPUTS = (REPO / "requirements.txt", REPO / "pyproject.toml")
 INSTALL_STAMP = VENV / "course-install.sha256"  # what the environment was last installed from
 FIRST_NOTEBOOK = "notebooks/01_self_attention_averaging/01_self_attention_averaging.ipynb"
+# The browser test (tests/test_browser.py) drives Debian's Chromium; Playwright downloads no browser of its own.
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_PACKAGES = ("chromium", "chromium-driver")
+SKIP_BROWSER = "COURSE_SKIP_BROWSER"  # =1: skip the browser test on machines without apt (see the README)
+BROWSER_RECORD = REPO / ".course" / "browser"  # the browser test's screenshots and logs, from its last run
 
 
 def venv_python() -> Path:
@@ -66,13 +73,55 @@ def environment() -> dict[str, str]:
 def lab(extra_args: list[str]) -> int:
     # Containers and CI machines often run as root, which Jupyter refuses unless told.
     as_root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
-    server = [f"--ServerApp.root_dir={REPO}", f"--LabApp.default_url=/lab/tree/{FIRST_NOTEBOOK}", *as_root]
+    # Jupyter accepts each option once; a folder given on the command line (the browser test serves a copy)
+    # replaces the checkout.
+    root = [] if any(arg.startswith("--ServerApp.root_dir") for arg in extra_args) else [f"--ServerApp.root_dir={REPO}"]
+    server = [*root, f"--LabApp.default_url=/lab/tree/{FIRST_NOTEBOOK}", *as_root]
     return run(sys.executable, "-m", "jupyter", "lab", *server, *extra_args)
 
 
+def apt_get() -> list[str] | None:
+    """How to call apt-get with the right to install, or None when this machine cannot."""
+    if shutil.which("apt-get") is None:
+        return None
+    noninteractive = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return noninteractive
+    if shutil.which("sudo") and subprocess.run(["sudo", "-n", "true"], capture_output=True).returncode == 0:
+        return ["sudo", "-n", *noninteractive]
+    return None
+
+
+def ensure_chromium() -> None:
+    """Install Debian's Chromium for the browser test when it is missing and this machine allows it."""
+    if os.environ.get(SKIP_BROWSER) == "1":
+        print(f"\n!! {SKIP_BROWSER}=1: the browser test will be skipped (see the README).", flush=True)
+        return
+    if CHROMIUM.exists():
+        return
+    apt = apt_get()
+    if apt is None:
+        print(
+            f"\n!! Chromium is missing ({CHROMIUM}) and cannot be installed here (needs apt-get as root or with "
+            f"passwordless sudo). The browser test will fail; install it with `sudo apt-get install "
+            f"{' '.join(CHROMIUM_PACKAGES)}`, or skip that test with {SKIP_BROWSER}=1 (see the README).",
+            flush=True,
+        )
+        return
+    print("\nChromium is missing; installing Debian's packages for the browser test.", flush=True)
+    # A fresh machine may have no package lists, or old ones that name versions the mirror no longer has;
+    # refreshing them first costs about a second.
+    for step in (["update", "-q"], ["install", "-y", "-q", "--no-install-recommends", *CHROMIUM_PACKAGES]):
+        print(f"$ {' '.join([*apt, *step])}", flush=True)
+        if subprocess.run([*apt, *step]).returncode != 0:
+            print(f"!! apt-get {step[0]} failed; the browser test will fail until Chromium is installed.", flush=True)
+            return
+
+
 def check(extra_args: list[str]) -> int:
-    """Lint, then every test: the helper package, the pipeline, grading, and every solution notebook run
-    top to bottom in a fresh kernel (nbval, lax: a cell fails only when it raises)."""
+    """Lint, then every test: the helper package, the pipeline, grading, every solution notebook run top to
+    bottom in a fresh kernel (nbval, lax: a cell fails only when it raises), and the course in a browser."""
+    ensure_chromium()
     failures = 0
     failures += run(sys.executable, "-m", "ruff", "check", ".") != 0
     failures += (

@@ -139,15 +139,21 @@ def earlier_exercises_replaced(function: Callable, **reference_parts: Callable) 
 
     A learner's function finds the other exercises by name in the notebook's namespace. Swapping them for
     reference parts (PyTorch operations, never answers) grades each exercise on its own, so one mistake
-    is not counted twice. The learner's versions are restored afterwards.
+    is not counted twice; a name the notebook lacks (its cell failed or never ended) is supplied too. The
+    learner's versions are restored afterwards.
     """
     namespace = getattr(function, "__globals__", {})  # a partial or a callable object has none
-    replaced = {name: namespace[name] for name in reference_parts if name in namespace}
-    namespace.update({name: reference_parts[name] for name in replaced})
+    absent = object()
+    replaced = {name: namespace.get(name, absent) for name in reference_parts}
+    namespace.update(reference_parts)
     try:
         yield
     finally:
-        namespace.update(replaced)
+        for name, original in replaced.items():
+            if original is absent:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = original
 
 
 def passed(name: str, what: str) -> None:

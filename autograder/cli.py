@@ -25,7 +25,7 @@ from autograder.course_directory import CourseDirectory
 from autograder.grading import CELL_TIMEOUT, MEMORY_LIMIT, Limits, Outcome
 from autograder.pipeline import NOTEBOOKS, SOLUTIONS, assignments, notebook_paths
 from autograder.report import class_summary, notebook_table, outcome_report
-from autograder.samples import samples
+from autograder.samples import reports, samples
 
 LEARNER = "you"  # the student id a learner's own notebooks are graded under
 DEMO_CELL_TIMEOUT = 30.0  # the demo's infinite loop should not hold it up for the course's full limit
@@ -66,7 +66,7 @@ def parser() -> argparse.ArgumentParser:
     collect = teaching.add_parser("collect", help="collect submissions into submitted/ (nbgrader zip_collect)")
     collect.add_argument("assignment")
     collect.add_argument("sources", nargs="+", type=Path, help="LMS downloads (zip files) or folders")
-    collect.add_argument("--regexp", help="nbgrader FileNameCollector pattern with student_id and file_id groups")
+    collect.add_argument("--regexp", help="nbgrader FileNameCollectorPlugin pattern with student_id and file_id groups")
     collect.set_defaults(command=collect_submissions)
     add_course(collect)
     export = teaching.add_parser("export", help="export the grades to CSV (nbgrader export)")
@@ -244,4 +244,4 @@ def demo_in(root: Path, args: argparse.Namespace) -> int:
 def meets(sample, outcome: Outcome) -> bool:
     """Whether a sample earned exactly the tests it should, and its report says what happened."""
     earned = {test.name for test in outcome.tests if test.points == test.max_points > 0}
-    return earned == sample.earns and any(sample.reported in message for message in outcome.messages)
+    return earned == sample.earns and reports(outcome, sample.reported)

@@ -50,7 +50,9 @@ class CourseDirectory:
 
     def release(self, assignments: list[str] | None = None) -> None:
         """Write the student versions into release/: every assignment, or those named."""
-        for assignment in assignments or ["*"]:
+        if not assignments or set(assignments) == set(self.assignments()):
+            assignments = ["*"]  # one nbgrader run for all: each run costs seconds to start
+        for assignment in assignments:
             nbgrader("generate_assignment", assignment, "--force", cwd=self.root)
 
     def released(self, assignment: str) -> dict[str, nbformat.NotebookNode]:
@@ -96,7 +98,9 @@ class CourseDirectory:
                 copy = shutil.copytree if item.is_dir() else shutil.copy
                 copy(item, archive / item.name)
         regexp = regexp or submission_pattern(list(self.released(assignment)))
-        nbgrader("zip_collect", assignment, "--force", f"--FileNameCollector.named_regexp={regexp}", cwd=self.root)
+        nbgrader(
+            "zip_collect", assignment, "--force", f"--FileNameCollectorPlugin.named_regexp={regexp}", cwd=self.root
+        )
         return sorted({student for student, _ in self.submissions([assignment])})
 
     def autograde(

@@ -16,12 +16,17 @@ reserves far more address space than it uses, so RLIMIT_AS would have to be set 
 notebook 07 autogrades under a 512 MiB data limit, and needs about 1.5 GiB of address space).
 """
 
+import contextlib
+import math
 import os
 import shutil
 import stat
 import subprocess
 import sys
 import tempfile
+import time
+import warnings
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -30,13 +35,15 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook, MissingEntry
+from sqlalchemy.exc import SAWarning
 
 from autograder import sealed, structure
 from autograder.cells import grade_id, is_test, points
 
+NO_END = "did not finish within"  # what the log says of an nbgrader run that had to be stopped
+START_UP_ALLOWANCE = 120.0  # seconds for nbgrader and its kernel to start, on top of the cells' limits
 CELL_TIMEOUT = 120.0  # seconds; the same limit the course's nbgrader_config.py sets for nbgrader run by hand
 MEMORY_LIMIT = 2 * 2**30  # bytes of data per process: notebook 07 needs about 350 MiB
-GRADING_THREADS = "1"  # torch threads per kernel: the workers already use every core
 
 SCRATCH_CONFIG = """\
 # A scratch copy of the class, for one student and one assignment; the class's settings, these folders.
@@ -97,6 +104,7 @@ class Outcome:
     notebooks: list[NotebookResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # about the submission as a whole: extra or misnamed files
     scratch: Path | None = None  # where nbgrader graded it; removed once merged
+    seconds: dict[str, float] = field(default_factory=dict)  # time spent: nbgrader, then verification
 
     @property
     def tests(self) -> list[TestResult]:
@@ -126,8 +134,9 @@ def autograde(root: Path, pairs: list[tuple[str, str]], limits: Limits, progress
 def run_jobs(jobs: list[Job], limits: Limits, progress) -> tuple[list[Outcome], list[Job]]:
     outcomes, broken = [], []
     context = get_context("spawn")  # workers start clean, whatever the parent has imported or opened
+    threads = max(1, (os.cpu_count() or 1) // limits.workers)
     with ProcessPoolExecutor(
-        limits.workers, mp_context=context, initializer=limit_memory, initargs=(limits.memory,)
+        limits.workers, mp_context=context, initializer=prepare_worker, initargs=(limits.memory, threads)
     ) as pool:
         futures = {pool.submit(grade, job): job for job in jobs}
         for future in as_completed(futures):
@@ -149,13 +158,15 @@ def failed(job: Job, reason: str) -> Outcome:
     return Outcome(job.student, job.assignment, notes=[f"not graded: {reason}"])
 
 
-def limit_memory(limit: int) -> None:
-    """Run in each worker before any job: the worker's children (nbgrader, kernels, sealed runs) inherit it."""
+def prepare_worker(memory: int, threads: int) -> None:
+    """Run in each worker before any job; the worker's children (nbgrader, kernels, sealed runs) inherit all
+    of it: the memory limit, and as many PyTorch threads as leave every worker a fair share of the cores."""
+    os.environ["OMP_NUM_THREADS"] = str(threads)
     try:
         import resource
     except ImportError:  # Windows: no per-process limits; grading still works
         return
-    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
 
 
 # --- in a worker ------------------------------------------------------------------------------------------
@@ -166,9 +177,12 @@ def grade(job: Job) -> Outcome:
     scratch = Path(tempfile.mkdtemp(prefix=f"grade-{job.assignment[:2]}-"))
     outcome = Outcome(job.student, job.assignment, scratch=scratch)
     set_up_scratch(job, scratch, outcome)
+    start = time.perf_counter()
     log = run_nbgrader(job, scratch)
+    outcome.seconds["nbgrader"] = time.perf_counter() - start
     for source_path in sorted((job.root / "source" / job.assignment).glob("*.ipynb")):
         outcome.notebooks.append(grade_notebook(job, scratch, source_path, log))
+    outcome.seconds["verification"] = time.perf_counter() - start - outcome.seconds["nbgrader"]
     return outcome
 
 
@@ -185,9 +199,11 @@ def set_up_scratch(job: Job, scratch: Path, outcome: Outcome) -> None:
     expected = {path.name for path in (job.root / "source" / job.assignment).glob("*.ipynb")}
     extra = []
     for path in sorted(submitted.rglob("*")) if submitted.is_dir() else []:
-        if path.is_file() and (path.name in expected or path.name == "timestamp.txt"):
+        if not path.is_file() or ".ipynb_checkpoints" in path.parts:
+            continue
+        if path.parent == submitted and path.name in {*expected, "timestamp.txt"}:
             shutil.copy(path, copy / path.name)
-        elif path.is_file():
+        else:
             extra.append(path.relative_to(submitted))
     outcome.notes += extra_file_notes(extra, expected)
 
@@ -208,7 +224,8 @@ def extra_file_notes(extra: list[Path], expected: set[str]) -> list[str]:
 
 
 def run_nbgrader(job: Job, scratch: Path) -> str:
-    """nbgrader's autograde of the one submission; its log (nbgrader goes on after a notebook fails)."""
+    """nbgrader's autograde of the one submission; its log (nbgrader goes on after a notebook fails). A run
+    that outlasts every cell's time limit together is stopped, its kernel with it."""
     command = [
         sys.executable,
         "-m",
@@ -218,11 +235,36 @@ def run_nbgrader(job: Job, scratch: Path) -> str:
         "--student",
         job.student,
         "--force",
-        f"--ExecutePreprocessor.timeout={job.limits.cell_timeout:g}",
+        f"--ExecutePreprocessor.timeout={math.ceil(job.limits.cell_timeout)}",  # nbgrader takes whole seconds
     ]
-    env = {**os.environ, "OMP_NUM_THREADS": GRADING_THREADS, "PATH": path_with_this_python()}
-    result = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True)
-    return result.stderr + result.stdout
+    env = {**os.environ, "PATH": path_with_this_python()}
+    process = subprocess.Popen(
+        command, cwd=scratch, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    code_cells = sum(
+        cell.cell_type == "code"
+        for path in (job.root / "source" / job.assignment).glob("*.ipynb")
+        for cell in nbformat.read(path, as_version=4).cells
+    )
+    deadline = START_UP_ALLOWANCE + code_cells * job.limits.cell_timeout
+    try:
+        return process.communicate(timeout=deadline)[0]
+    except subprocess.TimeoutExpired:
+        stop_with_children(process)
+        return process.communicate()[0] + f"\nnbgrader {NO_END} {deadline:.0f} s and was stopped"
+
+
+def stop_with_children(process: subprocess.Popen) -> None:
+    """Kill a process and its children: a kernel runs in a session of its own, so its group is not enough."""
+    import psutil  # IPython's dependency, so present wherever nbgrader runs
+
+    try:
+        family = psutil.Process(process.pid).children(recursive=True) + [psutil.Process(process.pid)]
+    except psutil.NoSuchProcess:
+        return
+    for member in family:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            member.kill()
 
 
 def path_with_this_python() -> str:
@@ -296,9 +338,13 @@ def cell_phrase(name: str) -> str:
     return name if name.startswith("the cell") else f"your cell {name}"
 
 
+def gradebook_of(root: Path) -> Gradebook:
+    return Gradebook(f"sqlite:///{root / 'gradebook.db'}")
+
+
 def scores_in(scratch: Path, job: Job, notebook: str) -> dict[str, float | None]:
     """nbgrader's automatic score of each test cell, from the scratch gradebook."""
-    with Gradebook(f"sqlite:///{scratch / 'gradebook.db'}") as gradebook:
+    with quiet_gradebook(), gradebook_of(scratch) as gradebook:
         try:
             submission = gradebook.find_submission_notebook(notebook, job.assignment, job.student)
         except MissingEntry:
@@ -318,7 +364,15 @@ def failures_in(autograded: Path) -> dict[str, str]:
 
 def nbgrader_error(log: str) -> str:
     """The line of nbgrader's log that says why it gave up on a notebook."""
-    known = ("Kernel died", "DeadKernelError", "JSONDecodeError", "NotJSONError", "No notebooks found", "Error:")
+    known = (
+        "Kernel died",
+        "DeadKernelError",
+        "JSONDecodeError",
+        "NotJSONError",
+        "No notebooks found",
+        NO_END,
+        "Error:",
+    )
     for line in log.splitlines():
         if any(marker in line for marker in known):
             return line.strip().removeprefix("[AutogradeApp | ERROR]").strip()
@@ -339,6 +393,14 @@ def mark_overruled(autograded: Path, result: NotebookResult) -> None:
     nbformat.write(notebook, autograded)
 
 
+@contextlib.contextmanager
+def quiet_gradebook() -> Iterator[None]:
+    """nbgrader's Gradebook makes SQLAlchemy warn about objects it adds to relationships; nothing is wrong."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SAWarning)
+        yield
+
+
 # --- in the parent, one job at a time ---------------------------------------------------------------------
 
 
@@ -351,14 +413,14 @@ def merge(job: Job, outcome: Outcome) -> None:
     graded = outcome.scratch / "autograded" / job.student / job.assignment
     if graded.exists():
         shutil.copytree(graded, autograded)
-    with Gradebook(f"sqlite:///{job.root / 'gradebook.db'}") as gradebook:
+    with quiet_gradebook(), gradebook_of(job.root) as gradebook:
         copy_grades(job, outcome, gradebook)
     shutil.rmtree(outcome.scratch, ignore_errors=True)
     outcome.scratch = None
 
 
 def copy_grades(job: Job, outcome: Outcome, gradebook: Gradebook) -> None:
-    with Gradebook(f"sqlite:///{outcome.scratch / 'gradebook.db'}") as graded:
+    with gradebook_of(outcome.scratch) as graded:
         try:
             timestamp = graded.find_submission(job.assignment, job.student).timestamp
         except MissingEntry:  # nbgrader stopped before it registered the submission (no notebook at all)

@@ -4,8 +4,9 @@ import textwrap
 
 from autograder.grading import NotebookResult, Outcome
 
-EXERCISE_WIDTH = 26
-MESSAGE_WIDTH = 88
+EXERCISE_WIDTH = 24
+LINE_WIDTH = 110
+CHECK_FAILED = "CheckFailed: "  # a check's own message needs no type name in front of it
 
 
 def exercise(test: str) -> str:
@@ -20,26 +21,26 @@ def points(value: float) -> str:
 def notebook_table(result: NotebookResult) -> str:
     lines = [f"{result.name}: {points(result.points)} / {points(result.max_points)} points"]
     for test in result.tests:
-        score = f"{points(test.points):>3} / {points(test.max_points)}"
-        lines.append(f"  {exercise(test.name):<{EXERCISE_WIDTH}} {score:<8} {'' if test.message else '✔'}".rstrip())
-        if test.message:
-            lines += wrapped(test.message, indent=" " * (EXERCISE_WIDTH + 13))
-    lines += [line for note in result.notes for line in wrapped(note, indent="      ", first="  note: ")]
+        row = f"  {exercise(test.name):<{EXERCISE_WIDTH}} {points(test.points):>3} / {points(test.max_points):<3} "
+        message = (test.message or "✔").removeprefix(CHECK_FAILED)
+        lines += wrapped(message, indent=" " * len(row), first=row)
+    lines += [line for note in result.notes for line in wrapped(note, indent="        ", first="  note: ")]
     return "\n".join(lines)
 
 
-def wrapped(text: str, indent: str, first: str | None = None) -> list[str]:
+def wrapped(text: str, indent: str, first: str) -> list[str]:
+    """``text`` wrapped to the line width, its first line after ``first``, the others after ``indent``."""
     lines = []
     for paragraph in text.splitlines() or [""]:
-        lines += textwrap.wrap(paragraph, MESSAGE_WIDTH, initial_indent=first or indent, subsequent_indent=indent)
-        first = None
+        lines += textwrap.wrap(paragraph, LINE_WIDTH, initial_indent=first, subsequent_indent=indent) or [first]
+        first = indent
     return lines
 
 
 def outcome_report(outcome: Outcome, heading: bool = True) -> str:
     """Everything about one student's assignment: notes on the submission, then each notebook's table."""
     parts = [f"== {outcome.student} · {outcome.assignment}"] if heading else []
-    parts += [line for note in outcome.notes for line in wrapped(note, indent="      ", first="  note: ")]
+    parts += [line for note in outcome.notes for line in wrapped(note, indent="        ", first="  note: ")]
     parts += [notebook_table(notebook) for notebook in outcome.notebooks]
     return "\n".join(parts)
 

@@ -93,6 +93,12 @@ class Assignment:
         return UNIMPLEMENTED.sub(lambda match: indented(code, match["indent"]), self.stub(answer), count=1)
 
 
+def reports(outcome, phrase: str) -> bool:
+    """Whether the report on a graded sample says what happened: contains the phrase, or, when there is
+    nothing to say, says nothing."""
+    return any(phrase in message for message in outcome.messages) if phrase else outcome.messages == []
+
+
 def indented(code: str, indent: str) -> str:
     return "\n".join(indent + line if line else line for line in code.splitlines())
 

@@ -211,13 +211,16 @@ class Listener:
         return False
 
     def on_test(self, message: dict) -> None:
-        name = message["name"]
+        name, error = message["name"], self.timed_out(message["name"]) or message["error"]
         if message["passed"]:
             self.verdict.passed.add(name)
-        elif message["error"] is not None:
-            self.verdict.errors[name] = self.timed_out(name) or message["error"]
+        elif message["tampering"]:
+            failed_too = f" (it also failed: {error})" if error else ""
+            self.verdict.errors[name] = (
+                "earns nothing, because your code " + "; ".join(message["tampering"]) + failed_too
+            )
         else:
-            self.verdict.errors[name] = "earns nothing, because your code " + "; ".join(message["tampering"])
+            self.verdict.errors[name] = error
 
     def timed_out(self, name: str) -> str | None:
         if name in self.interrupted:

@@ -32,6 +32,7 @@ MAX_CHANGES_NAMED = 5  # a report names this many changes, then counts the rest
 # Cell magics whose body is ordinary code the student wants run; any other magic is skipped here.
 RUN_BODY_MAGICS = {"time", "timeit", "capture"}
 MAGIC = re.compile(r"^\s*[%!]", re.MULTILINE)  # a line IPython would turn into a call on get_ipython()
+MAGIC_OPTIONS = re.compile(r"^(\s*-\w+(\s+\d+)?)*\s*")  # %timeit -n 1 -r 3 code: the options before the code
 
 
 def main() -> None:
@@ -97,7 +98,7 @@ class KernelStandIn:
 
     def run_line_magic(self, name: str, line: str, *args, **kwargs) -> None:
         if name in RUN_BODY_MAGICS:
-            exec(compile(line, "<magic>", "exec"), self._namespace)
+            exec(compile(MAGIC_OPTIONS.sub("", line), "<magic>", "exec"), self._namespace)
 
     def run_cell_magic(self, name: str, line: str, body: str, *args, **kwargs) -> None:
         if name in RUN_BODY_MAGICS:

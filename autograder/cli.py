@@ -63,6 +63,9 @@ def parser() -> argparse.ArgumentParser:
         sub.add_argument("assignments", nargs="*", help="assignments (default: all)")
         sub.set_defaults(command=command)
         add_course(sub)
+        if name == "autograde":
+            sub.add_argument("--student", action="append", help="grade only this student (repeatable)")
+            add_limits(sub)
     collect = teaching.add_parser("collect", help="collect submissions into submitted/ (nbgrader zip_collect)")
     collect.add_argument("assignment")
     collect.add_argument("sources", nargs="+", type=Path, help="LMS downloads (zip files) or folders")
@@ -77,9 +80,6 @@ def parser() -> argparse.ArgumentParser:
     demo.add_argument("--keep", type=Path, help="make the class folder here and keep it, to look at afterwards")
     demo.set_defaults(command=run_demo)
     add_limits(demo, cell_timeout=DEMO_CELL_TIMEOUT)
-    for sub in (teaching.choices["autograde"],):
-        sub.add_argument("--student", action="append", help="grade only this student (repeatable)")
-        add_limits(sub)
     return top
 
 

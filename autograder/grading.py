@@ -387,7 +387,9 @@ def mark_overruled(autograded: Path, result: NotebookResult) -> None:
         if grade_id(cell) in overruled:
             text = overruled[grade_id(cell)]
             cell.outputs.append(
-                nbformat.v4.new_output("error", ename="SealedVerification", evalue=text, traceback=[text])
+                nbformat.v4.new_output(
+                    "error", ename="SealedVerification", evalue=text, traceback=[f"SealedVerification: {text}"]
+                )
             )
     autograded.chmod(autograded.stat().st_mode | stat.S_IWUSR)  # nbgrader leaves it read-only
     nbformat.write(notebook, autograded)

@@ -116,7 +116,8 @@ def test_a_test_the_sealed_run_overrules_shows_why_in_the_feedback(graded):
     overruled = [test for test in graded.outcomes[student, FIRST].tests if test.overruled]
     assert overruled, "the replaced check passed in nbgrader's kernel, so the sealed run must overrule it"
     (feedback,) = [path for path in graded.course.feedback_files(FIRST) if path.parent.parent.name == student]
-    assert "SealedVerification" in feedback.read_text(encoding="utf-8")
+    shown = feedback.read_text(encoding="utf-8")
+    assert all(f"SealedVerification: {test.message}" in shown for test in overruled)
 
 
 def test_regrading_changes_nothing_in_the_gradebook(graded):

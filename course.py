@@ -3,8 +3,11 @@
     python3.11 course.py lab        set up, then open the course in JupyterLab
     python3.11 course.py check      set up, then run every check of the course (what CI runs); installs
                                     Debian's Chromium for the browser test when it is missing and apt allows
+    python3.11 course.py grade [NOTEBOOK ...]   grade your notebooks, hidden tests included (default: all)
+    python3.11 course.py class COMMAND ...      an instructor's commands: new, generate, collect, autograde,
+                                                feedback, export, demo (`class --help` says more)
     python3.11 course.py generate   regenerate notebooks/ from solutions/ (for maintainers)
-    python3.11 course.py new-class DIR   create an nbgrader course directory for a class (for instructors)
+    python3.11 course.py new-class DIR   the same as `class new DIR`
 
 Only the standard library is used before the environment exists.
 """
@@ -153,22 +156,23 @@ def generate(extra_args: list[str]) -> int:
     return 0
 
 
+def grade(extra_args: list[str]) -> int:
+    from autograder import cli  # needs the environment's nbgrader
+
+    return cli.main(["grade", *extra_args])
+
+
+def teach(extra_args: list[str]) -> int:
+    from autograder import cli
+
+    return cli.main(["class", *extra_args])
+
+
 def new_class(extra_args: list[str]) -> int:
-    from autograder.course_directory import CourseDirectory
-
-    if len(extra_args) != 1:
-        print("usage: python3.11 course.py new-class DIR")
-        return 2
-    root = Path(extra_args[0]).expanduser().resolve()
-    if root.exists() and any(root.iterdir()):
-        print(f"{root} exists and is not empty; choose a new folder.")
-        return 2
-    CourseDirectory.create(root).release()
-    print(f"Created {root}: source/ (the solutions), release/ (student versions), nbgrader_config.py.")
-    return 0
+    return teach(["new", *extra_args])
 
 
-COMMANDS = {"lab": lab, "check": check, "generate": generate, "new-class": new_class}
+COMMANDS = {"lab": lab, "check": check, "generate": generate, "grade": grade, "class": teach, "new-class": new_class}
 
 
 def main() -> int:
@@ -177,7 +181,8 @@ def main() -> int:
         return 2
     if not in_course_environment():
         set_up()
-        return subprocess.run([str(venv_python()), __file__, *sys.argv[1:]], cwd=REPO).returncode
+        # The caller's folder stays the working folder: paths given to grade and class are relative to it.
+        return subprocess.run([str(venv_python()), __file__, *sys.argv[1:]]).returncode
     command, extra_args = COMMANDS[sys.argv[1]], sys.argv[2:]
     return command(extra_args)
 

@@ -1,13 +1,16 @@
 """An instructor's nbgrader course directory, outside the repository, and the steps run in it:
-release the assignments, take in submissions, autograde, export the grades."""
+release the assignments, collect submissions, autograde, give feedback, export the grades."""
 
 import csv
+import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
+from autograder import grading
 from autograder.pipeline import AUTOGRADER, SOLUTIONS, nbgrader
 
 CONFIG = """\
@@ -34,23 +37,81 @@ class CourseDirectory:
         (root / "nbgrader_config.py").write_text(config, encoding="utf-8")
         return cls(root)
 
-    def release(self) -> None:
-        nbgrader("generate_assignment", "*", "--force", cwd=self.root)
+    @classmethod
+    def existing(cls, root: Path) -> "CourseDirectory":
+        if not (root / "nbgrader_config.py").exists():
+            raise FileNotFoundError(
+                f"{root} is not a class folder (no nbgrader_config.py); create one with `class new`"
+            )
+        return cls(root)
+
+    def assignments(self) -> list[str]:
+        return sorted(path.name for path in (self.root / "source").iterdir() if path.is_dir())
+
+    def release(self, assignments: list[str] | None = None) -> None:
+        """Write the student versions into release/: every assignment, or those named."""
+        if not assignments or set(assignments) == set(self.assignments()):
+            assignments = ["*"]  # one nbgrader run for all: each run costs seconds to start
+        for assignment in assignments:
+            nbgrader("generate_assignment", assignment, "--force", cwd=self.root)
 
     def released(self, assignment: str) -> dict[str, nbformat.NotebookNode]:
         """The student versions of an assignment's notebooks, by file name."""
         paths = sorted((self.root / "release" / assignment).glob("*.ipynb"))
         return {path.name: nbformat.read(path, as_version=4) for path in paths}
 
-    def submit(self, student: str, assignment: str, notebooks: dict[str, nbformat.NotebookNode]) -> None:
-        """Place a student's notebooks where nbgrader collects them: submitted/<student>/<assignment>/."""
+    def submit(
+        self,
+        student: str,
+        assignment: str,
+        notebooks: dict[str, nbformat.NotebookNode],
+        files: dict[str, str] | None = None,
+    ) -> None:
+        """Place a student's notebooks (and any other files) where nbgrader collects them:
+        submitted/<student>/<assignment>/."""
         folder = self.root / "submitted" / student / assignment
         folder.mkdir(parents=True, exist_ok=True)
         for name, notebook in notebooks.items():
             nbformat.write(notebook, folder / name)
+        for name, text in (files or {}).items():
+            (folder / name).write_text(text, encoding="utf-8")
 
-    def autograde(self, assignment: str) -> None:
-        nbgrader("autograde", assignment, "--force", cwd=self.root)
+    def submissions(self, assignments: list[str] | None = None, students: list[str] | None = None) -> list[tuple]:
+        """The (student, assignment) pairs in submitted/, optionally only of the given assignments or students."""
+        return sorted(
+            (folder.parent.name, folder.name)
+            for folder in (self.root / "submitted").glob("*/*")
+            if folder.is_dir()
+            and (not assignments or folder.name in assignments)
+            and (not students or folder.parent.name in students)
+        )
+
+    def collect(self, assignment: str, sources: list[Path], regexp: str | None = None) -> list[str]:
+        """Collect submissions with nbgrader's zip_collect from LMS downloads (zip files) or folders, into
+        submitted/; return the students collected. By default a student is the folder holding the notebook,
+        or the start of the file's name up to the first underscore (<student>_..._<notebook>.ipynb)."""
+        archive = self.root / "downloaded" / assignment / "archive"
+        shutil.rmtree(archive, ignore_errors=True)  # this download replaces the last one
+        archive.mkdir(parents=True)
+        for source in sources:
+            for item in source.iterdir() if source.is_dir() else [source]:
+                copy = shutil.copytree if item.is_dir() else shutil.copy
+                copy(item, archive / item.name)
+        regexp = regexp or submission_pattern(list(self.released(assignment)))
+        nbgrader(
+            "zip_collect", assignment, "--force", f"--FileNameCollectorPlugin.named_regexp={regexp}", cwd=self.root
+        )
+        return sorted({student for student, _ in self.submissions([assignment])})
+
+    def autograde(
+        self,
+        pairs: list[tuple[str, str]] | None = None,
+        limits: grading.Limits | None = None,
+        progress: Callable[[grading.Outcome], None] = lambda outcome: None,
+    ) -> list[grading.Outcome]:
+        """Autograde and verify the given (student, assignment) pairs, or every submission, in parallel."""
+        pairs = self.submissions() if pairs is None else pairs
+        return grading.autograde(self.root, pairs, limits or grading.Limits(), progress)
 
     def generate_feedback(self, assignment: str) -> None:
         """Write nbgrader's feedback HTML for every autograded student."""
@@ -60,10 +121,15 @@ class CourseDirectory:
         """The feedback HTML written so far: feedback/<student>/<assignment>/<notebook>.html."""
         return sorted((self.root / "feedback").glob(f"*/{assignment}/*.html"))
 
+    def export(self, to: Path | None = None) -> Path:
+        """nbgrader's grades CSV, one row per student and assignment; by default grades.csv in the class."""
+        path = (to or self.root / "grades.csv").resolve()
+        nbgrader("export", "--to", str(path), cwd=self.root)
+        return path
+
     def grades(self) -> list[dict[str, str]]:
         """The rows of nbgrader's exported grades CSV: one per student and assignment."""
-        nbgrader("export", "--to", "grades.csv", cwd=self.root)
-        with open(self.root / "grades.csv", newline="", encoding="utf-8") as file:
+        with open(self.export(), newline="", encoding="utf-8") as file:
             return list(csv.DictReader(file))
 
     def failed_tests(self, student: str, assignment: str) -> dict[str, str]:
@@ -76,3 +142,11 @@ class CourseDirectory:
                 if grading.get("grade") and errors:
                     failed[grading["grade_id"]] = "\n".join(f"{e.ename}: {e.evalue}" for e in errors)
         return failed
+
+
+def submission_pattern(notebooks: list[str]) -> str:
+    """nbgrader's FileNameCollector pattern (matched against the extracted file's full path) for submissions
+    laid out as <student>/<notebook>.ipynb or named <student>_<anything>_<notebook>.ipynb, with the suffixes
+    LMSs and browsers add to repeated downloads (-1, " (1)")."""
+    names = "|".join(re.escape(Path(name).stem) for name in notebooks)
+    return rf".*/(?P<student_id>[^/]+?)(?:/|_[^/]*?_?)(?P<file_id>{names})(?:-\d+| \(\d+\))?\.ipynb$"

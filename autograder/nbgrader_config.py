@@ -16,5 +16,6 @@ c.CourseDirectory.release_directory = "notebooks"
 c.GenerateAssignment.create_assignment = True
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
-# A cell that runs longer than this fails instead of stalling a whole grading run.
+# A cell that runs longer than this fails instead of stalling a whole grading run. (The course's own
+# grading commands pass their --cell-timeout, 120 s by default, to nbgrader and to the sealed run alike.)
 c.ExecutePreprocessor.timeout = 120

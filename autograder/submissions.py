@@ -24,6 +24,7 @@ class Submission:
     assignment: str
     notebooks: dict[str, nbformat.NotebookNode]
     wrong_answers: list[WrongAnswer] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)  # other files handed in, by name: text as it is
 
 
 def solution_notebooks(assignment: str) -> dict[str, nbformat.NotebookNode]:

@@ -3,6 +3,7 @@
 (Kept wrong answers are rejected: tests/test_wrong_answers.py.)
 """
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -62,3 +63,22 @@ def test_earlier_exercises_are_replaced_during_a_check_and_restored_after():
     with earlier_exercises_replaced(weights_using_softmax, softmax=nb01.reference_softmax):
         assert globals()["softmax"] is nb01.reference_softmax
     assert globals()["softmax"] is softmax
+
+
+class Agreeable(torch.Tensor):
+    """A tensor that answers every comparison a check makes with it as the check hopes: the difference from
+    any expected value is zero."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func is torch.Tensor.__sub__:
+            return torch.zeros_like(args[1].as_subclass(torch.Tensor))
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def test_a_result_that_overrides_torch_operations_is_not_trusted():
+    def softmax(scores, dim=-1):
+        return torch.zeros_like(scores).as_subclass(Agreeable)
+
+    with pytest.raises(CheckFailed, match="returned a Agreeable, which changes how PyTorch operations treat it"):
+        nb01.check_softmax(softmax)

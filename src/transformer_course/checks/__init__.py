@@ -54,7 +54,25 @@ def call_learner(function: Callable, *args, call: str, **kwargs):
             f"{function.__name__} changed its input tensor in place (for example with `-=`); compute a new "
             "tensor instead, so that the caller's data stay as they were."
         )
+    expect_plain(result, call)
     return result
+
+
+# The tensor types whose arithmetic and comparisons are PyTorch's own (a Parameter's are too).
+PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
+def expect_plain(result, call: str) -> None:
+    """Fail if a learner's function returned an object that takes part in PyTorch's operations with its own
+    code: a subclass of torch.Tensor, or anything defining __torch_function__. Such an object decides what
+    the check's own comparisons with it return, so a check may trust a result only once it is plain."""
+    for item in result if type(result) in (tuple, list) else (result,):
+        kind = type(item)  # type(), unlike isinstance() and __class__, cannot be made to lie
+        if kind not in PLAIN_TENSORS and (isinstance(item, torch.Tensor) or hasattr(kind, "__torch_function__")):
+            raise CheckFailed(
+                f"{call} returned a {kind.__name__}, which changes how PyTorch operations treat it; return a "
+                "plain torch.Tensor computed with PyTorch operations."
+            )
 
 
 def expect_tensor(result, name: str, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
@@ -139,15 +157,21 @@ def earlier_exercises_replaced(function: Callable, **reference_parts: Callable) 
 
     A learner's function finds the other exercises by name in the notebook's namespace. Swapping them for
     reference parts (PyTorch operations, never answers) grades each exercise on its own, so one mistake
-    is not counted twice. The learner's versions are restored afterwards.
+    is not counted twice; a name the notebook lacks (its cell failed or never ended) is supplied too. The
+    learner's versions are restored afterwards.
     """
     namespace = getattr(function, "__globals__", {})  # a partial or a callable object has none
-    replaced = {name: namespace[name] for name in reference_parts if name in namespace}
-    namespace.update({name: reference_parts[name] for name in replaced})
+    absent = object()
+    replaced = {name: namespace.get(name, absent) for name in reference_parts}
+    namespace.update(reference_parts)
     try:
         yield
     finally:
-        namespace.update(replaced)
+        for name, original in replaced.items():
+            if original is absent:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = original
 
 
 def passed(name: str, what: str) -> None:

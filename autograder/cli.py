@@ -1,0 +1,247 @@
+"""The autograder's commands, reached through course.py (which sets up the environment first).
+
+    python3.11 course.py grade [NOTEBOOK ...]          grade your own notebooks (default: all of notebooks/)
+    python3.11 course.py class new DIR                  create a class folder (nbgrader course directory)
+    python3.11 course.py class generate [ASSIGNMENT ...]   write the student versions into release/
+    python3.11 course.py class collect ASSIGNMENT SOURCE ...   collect submissions (LMS zip files or folders)
+    python3.11 course.py class autograde [ASSIGNMENT ...]  autograde and verify every submission, in parallel
+    python3.11 course.py class feedback [ASSIGNMENT ...]   write feedback HTML into feedback/
+    python3.11 course.py class export [--to FILE]          export the grades to CSV
+    python3.11 course.py class demo                        the whole loop on sample submissions, in a temp folder
+
+The class commands work on the class folder given by --course (default: the current folder). Each is a thin
+layer over nbgrader's own command of the same purpose; grading adds parallel workers, limits and the sealed
+verification (autograder/grading.py).
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from autograder.course_directory import CourseDirectory
+from autograder.grading import CELL_TIMEOUT, MEMORY_LIMIT, Limits, Outcome
+from autograder.pipeline import NOTEBOOKS, SOLUTIONS, assignments, notebook_paths
+from autograder.report import class_summary, notebook_table, outcome_report
+from autograder.samples import reports, samples
+
+LEARNER = "you"  # the student id a learner's own notebooks are graded under
+DEMO_CELL_TIMEOUT = 30.0  # the demo's infinite loop should not hold it up for the course's full limit
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.command(args)
+    except (FileNotFoundError, ValueError) as problem:
+        print(problem, file=sys.stderr)
+        return 2
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="course.py", description="Grade notebooks of the transformer course.")
+    commands = top.add_subparsers(required=True, metavar="{grade,class}")
+    grade = commands.add_parser("grade", help="grade your own notebooks, without changing them")
+    grade.add_argument(
+        "notebooks", nargs="*", type=Path, help=f"notebooks to grade (default: every one in {NOTEBOOKS.name}/)"
+    )
+    add_limits(grade)
+    grade.set_defaults(command=grade_own)
+
+    teaching = commands.add_parser("class", help="an instructor's commands for a class").add_subparsers(required=True)
+    new = teaching.add_parser("new", help="create a class folder: source/ (the solutions) and release/")
+    new.add_argument("folder", type=Path)
+    new.set_defaults(command=new_class)
+    for name, command, what in (
+        ("generate", generate, "write the student versions into release/ (nbgrader generate_assignment)"),
+        ("autograde", autograde, "autograde and verify submissions in parallel, then report"),
+        ("feedback", feedback, "write feedback HTML into feedback/ (nbgrader generate_feedback)"),
+    ):
+        sub = teaching.add_parser(name, help=what)
+        sub.add_argument("assignments", nargs="*", help="assignments (default: all)")
+        sub.set_defaults(command=command)
+        add_course(sub)
+        if name == "autograde":
+            sub.add_argument("--student", action="append", help="grade only this student (repeatable)")
+            add_limits(sub)
+    collect = teaching.add_parser("collect", help="collect submissions into submitted/ (nbgrader zip_collect)")
+    collect.add_argument("assignment")
+    collect.add_argument("sources", nargs="+", type=Path, help="LMS downloads (zip files) or folders")
+    collect.add_argument("--regexp", help="nbgrader FileNameCollectorPlugin pattern with student_id and file_id groups")
+    collect.set_defaults(command=collect_submissions)
+    add_course(collect)
+    export = teaching.add_parser("export", help="export the grades to CSV (nbgrader export)")
+    export.add_argument("--to", type=Path, help="CSV file to write (default: grades.csv in the class folder)")
+    export.set_defaults(command=export_grades)
+    add_course(export)
+    demo = teaching.add_parser("demo", help="the whole loop on the sample submissions, in a throw-away folder")
+    demo.add_argument("--keep", type=Path, help="make the class folder here and keep it, to look at afterwards")
+    demo.set_defaults(command=run_demo)
+    add_limits(demo, cell_timeout=DEMO_CELL_TIMEOUT)
+    return top
+
+
+def add_course(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--course", type=Path, default=Path("."), help="the class folder (default: current folder)")
+
+
+def add_limits(sub: argparse.ArgumentParser, cell_timeout: float = CELL_TIMEOUT) -> None:
+    sub.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="parallel grading processes")
+    sub.add_argument("--cell-timeout", type=float, default=cell_timeout, help="seconds per cell")
+    sub.add_argument("--memory-gib", type=float, default=MEMORY_LIMIT / 2**30, help="memory per kernel (GiB)")
+
+
+def limits(args: argparse.Namespace) -> Limits:
+    return Limits(cell_timeout=args.cell_timeout, memory=int(args.memory_gib * 2**30), workers=max(1, args.workers))
+
+
+def course(args: argparse.Namespace) -> CourseDirectory:
+    return CourseDirectory.existing(args.course.expanduser().resolve())
+
+
+# --- learners ---------------------------------------------------------------------------------------------
+
+
+def grade_own(args: argparse.Namespace) -> int:
+    """Grade a learner's notebooks as the instructor's autograder would, hidden tests included, in a
+    throw-away class folder; the learner's files are only read."""
+    paths = [path.resolve() for path in args.notebooks] or notebook_paths(NOTEBOOKS)
+    by_name = {path.name: path.parent.name for path in notebook_paths(SOLUTIONS)}
+    unknown = [path for path in paths if path.name not in by_name or not path.is_file()]
+    if unknown:
+        names = ", ".join(sorted(by_name))
+        print(f"Not a notebook of the course: {', '.join(map(str, unknown))}\nThe notebooks are: {names}")
+        return 2
+    with tempfile.TemporaryDirectory(prefix="course-grade-") as scratch:
+        class_folder = CourseDirectory.create(Path(scratch) / "class")
+        wanted = sorted({by_name[path.name] for path in paths})
+        print(f"Grading {len(paths)} notebook(s), visible and hidden tests ...", flush=True)
+        class_folder.release(wanted)
+        for path in paths:
+            folder = class_folder.root / "submitted" / LEARNER / by_name[path.name]
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / path.name).write_bytes(path.read_bytes())
+        outcomes = class_folder.autograde(limits=limits(args))
+    results = [
+        notebook
+        for outcome in outcomes
+        for notebook in outcome.notebooks
+        if Path(notebook.name).stem in {path.stem for path in paths}
+    ]
+    print("\n\n".join(notebook_table(result) for result in results))
+    earned, possible = sum(result.points for result in results), sum(result.max_points for result in results)
+    print(f"\nTotal: {earned:g} / {possible:g} points.")
+    return 0 if earned == possible else 1
+
+
+# --- instructors ------------------------------------------------------------------------------------------
+
+
+def new_class(args: argparse.Namespace) -> int:
+    root = args.folder.expanduser().resolve()
+    if root.exists() and any(root.iterdir()):
+        print(f"{root} exists and is not empty; choose a new folder.")
+        return 2
+    CourseDirectory.create(root).release()
+    print(f"Created {root}: source/ (the solutions), release/ (student versions), nbgrader_config.py.")
+    return 0
+
+
+def generate(args: argparse.Namespace) -> int:
+    class_folder = course(args)
+    class_folder.release(args.assignments or None)
+    print(f"Student versions written to {class_folder.root / 'release'}.")
+    return 0
+
+
+def collect_submissions(args: argparse.Namespace) -> int:
+    students = course(args).collect(args.assignment, [path.resolve() for path in args.sources], args.regexp)
+    print(f"{args.assignment}: submissions of {len(students)} student(s) in submitted/: {', '.join(students)}")
+    return 0
+
+
+def autograde(args: argparse.Namespace) -> int:
+    class_folder = course(args)
+    pairs = class_folder.submissions(args.assignments or None, args.student)
+    if not pairs:
+        print("No submissions to grade in submitted/.")
+        return 2
+    outcomes = graded_with_progress(class_folder, pairs, limits(args))
+    print("\n" + "\n\n".join(outcome_report(outcome) for outcome in outcomes))
+    print("\n" + class_summary(outcomes))
+    return 1 if any(note.startswith("not graded") for outcome in outcomes for note in outcome.notes) else 0
+
+
+def graded_with_progress(class_folder: CourseDirectory, pairs: list[tuple], chosen: Limits) -> list[Outcome]:
+    print(f"Grading {len(pairs)} submission(s) with {chosen.workers} worker(s) ...", flush=True)
+    start, finished = time.monotonic(), []
+
+    def progress(outcome: Outcome) -> None:
+        finished.append(outcome)
+        earned = sum(notebook.points for notebook in outcome.notebooks)
+        possible = sum(notebook.max_points for notebook in outcome.notebooks)
+        print(
+            f"  [{len(finished)}/{len(pairs)}] {outcome.student} · {outcome.assignment}: "
+            f"{earned:g} / {possible:g}  ({time.monotonic() - start:.0f} s)",
+            flush=True,
+        )
+
+    return class_folder.autograde(pairs, chosen, progress)
+
+
+def feedback(args: argparse.Namespace) -> int:
+    class_folder = course(args)
+    for assignment in args.assignments or class_folder.assignments():
+        if any(True for _ in (class_folder.root / "autograded").glob(f"*/{assignment}")):
+            class_folder.generate_feedback(assignment)
+    print(f"Feedback written to {class_folder.root / 'feedback'}/<student>/<assignment>/.")
+    return 0
+
+
+def export_grades(args: argparse.Namespace) -> int:
+    print(f"Grades written to {course(args).export(args.to)}.")
+    return 0
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Grade the sample submissions of the first assignment in a new class folder, and say for each whether
+    the autograder did what the sample expects."""
+    if args.keep:
+        return demo_in(args.keep.expanduser().resolve(), args)
+    with tempfile.TemporaryDirectory(prefix="course-demo-") as scratch:
+        return demo_in(Path(scratch) / "class", args)
+
+
+def demo_in(root: Path, args: argparse.Namespace) -> int:
+    assignment = assignments()[0]
+    class_folder = CourseDirectory.create(root)
+    class_folder.release([assignment])
+    chosen = samples(assignment, class_folder.released(assignment))
+    for sample in chosen:
+        class_folder.submit(sample.submission.student, assignment, sample.submission.notebooks, sample.submission.files)
+    outcomes = {
+        outcome.student: outcome
+        for outcome in graded_with_progress(class_folder, class_folder.submissions(), limits(args))
+    }
+    class_folder.generate_feedback(assignment)
+    grades = class_folder.export()
+    unexpected = 0
+    print()
+    for sample in chosen:
+        outcome = outcomes[sample.submission.student]
+        as_expected = meets(sample, outcome)
+        unexpected += not as_expected
+        print(f"{'as expected' if as_expected else 'NOT AS EXPECTED'}: {sample.what}")
+        print(outcome_report(outcome) + "\n")
+    print(class_summary(list(outcomes.values())))
+    print(f"\nFeedback in {root / 'feedback'}, grades in {grades}" + ("" if args.keep else " (removed on exit)"))
+    print("Every sample graded as expected." if not unexpected else f"{unexpected} sample(s) NOT graded as expected.")
+    return 1 if unexpected else 0
+
+
+def meets(sample, outcome: Outcome) -> bool:
+    """Whether a sample earned exactly the tests it should, and its report says what happened."""
+    earned = {test.name for test in outcome.tests if test.points == test.max_points > 0}
+    return earned == sample.earns and reports(outcome, sample.reported)

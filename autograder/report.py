@@ -1,0 +1,62 @@
+"""Grading results as text: a table per notebook (exercise, points, what went wrong), and a class summary."""
+
+import textwrap
+
+from autograder.grading import NotebookResult, Outcome
+
+EXERCISE_WIDTH = 24
+LINE_WIDTH = 110
+CHECK_FAILED = "CheckFailed: "  # a check's own message needs no type name in front of it
+
+
+def exercise(test: str) -> str:
+    """A test cell's exercise, as the notebook names it: test_softmax tests softmax."""
+    return test.removeprefix("test_")
+
+
+def points(value: float) -> str:
+    return f"{value:g}"
+
+
+def notebook_table(result: NotebookResult) -> str:
+    lines = [f"{result.name}: {points(result.points)} / {points(result.max_points)} points"]
+    for test in result.tests:
+        row = f"  {exercise(test.name):<{EXERCISE_WIDTH}} {points(test.points):>3} / {points(test.max_points):<3} "
+        message = (test.message or "✔").removeprefix(CHECK_FAILED)
+        lines += wrapped(message, indent=" " * len(row), first=row)
+    lines += [line for note in result.notes for line in wrapped(note, indent="        ", first="  note: ")]
+    return "\n".join(lines)
+
+
+def wrapped(text: str, indent: str, first: str) -> list[str]:
+    """``text`` wrapped to the line width, its first line after ``first``, the others after ``indent``."""
+    lines = []
+    for paragraph in text.splitlines() or [""]:
+        lines += textwrap.wrap(paragraph, LINE_WIDTH, initial_indent=first, subsequent_indent=indent) or [first]
+        first = indent
+    return lines
+
+
+def outcome_report(outcome: Outcome, heading: bool = True) -> str:
+    """Everything about one student's assignment: notes on the submission, then each notebook's table."""
+    parts = [f"== {outcome.student} · {outcome.assignment}"] if heading else []
+    parts += [line for note in outcome.notes for line in wrapped(note, indent="        ", first="  note: ")]
+    parts += [notebook_table(notebook) for notebook in outcome.notebooks]
+    return "\n".join(parts)
+
+
+def class_summary(outcomes: list[Outcome]) -> str:
+    """One line per student and assignment: points, and how many tests the sealed run overruled."""
+    width = max((len(outcome.student) for outcome in outcomes), default=7)
+    lines = [f"{'student':<{width}}  {'assignment':<32} points"]
+    for outcome in outcomes:
+        earned = sum(notebook.points for notebook in outcome.notebooks)
+        possible = sum(notebook.max_points for notebook in outcome.notebooks)
+        overruled = sum(test.overruled for notebook in outcome.notebooks for test in notebook.tests)
+        remark = f"  ({overruled} passed in the kernel, failed sealed)" if overruled else ""
+        if any(note.startswith("not graded") for note in outcome.notes):
+            remark = "  (not graded: see its report)"
+        lines.append(
+            f"{outcome.student:<{width}}  {outcome.assignment:<32} {points(earned)} / {points(possible)}{remark}"
+        )
+    return "\n".join(lines)

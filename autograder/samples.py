@@ -1,0 +1,310 @@
+"""Sample submissions, made by code, that show what the autograder does with honest work, with tampering and
+with faults: the demo grades them, and the tests hold the autograder to what each sample expects.
+
+All are submissions of one assignment (the course's first, so that they are quick to grade). Each tampering
+sample leaves the first exercise unanswered and answers the others correctly, so any points the tampering won
+for the first exercise would show; a change to what the checks rely on voids every test after it.
+"""
+
+import ast
+import re
+from dataclasses import dataclass
+
+import nbformat
+
+from autograder.cells import grade_id, is_answer, is_test
+from autograder.submissions import Submission, filled_in, solution_code
+
+UNIMPLEMENTED = re.compile(r"^(?P<indent>[ \t]*)raise NotImplementedError\(\)", re.MULTILINE)
+
+# Code a student might add to an answer cell to make tests pass without solving them.
+TORCH_ALLCLOSE = "torch.allclose = lambda *args, **kwargs: True\n"
+NUMPY_ALLCLOSE = "import numpy as np\n\nnp.allclose = lambda *args, **kwargs: True\n"
+ASSERT_CLOSE = "torch.testing.assert_close = lambda *args, **kwargs: None\n"
+NO_FAILURES = '''\
+import ast
+
+
+class NoFailures(ast.NodeTransformer):
+    """Drop every assert, and run each later cell inside try/except, so that nothing it does can fail."""
+
+    def visit_Assert(self, node):
+        return ast.Pass()
+
+    def visit_Module(self, node):
+        self.generic_visit(node)
+        swallow = ast.ExceptHandler(type=ast.Name("BaseException", ast.Load()), name=None, body=[ast.Pass()])
+        node.body = [ast.Try(body=node.body, handlers=[swallow], orelse=[], finalbody=[])]
+        return ast.fix_missing_locations(node)
+
+
+get_ipython().ast_transformers.append(NoFailures())
+'''
+SWALLOW_ERRORS = "get_ipython().set_custom_exc((Exception,), lambda *args, **kwargs: None)\n"
+EXIT_KERNEL = "import os\n\nos._exit(1)\n"
+SEGFAULT = "import ctypes\n\nctypes.string_at(0)\n"
+HOARD = "hoard = [torch.ones(2**28) for _ in range(64)]  # 64 GiB, 1 GiB at a time"
+LOOP = "while True:\n    pass\n"
+
+
+@dataclass(frozen=True)
+class Sample:
+    submission: Submission
+    what: str  # what the student did, in a few words
+    earns: frozenset[str]  # the test cells that earn their points; every other one earns none
+    reported: str  # a phrase the report on this submission must contain ("" when there is nothing to say)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """What the samples are made of: one released notebook, its solutions, its exercises and tests in order."""
+
+    name: str
+    notebook: str
+    released: nbformat.NotebookNode
+    solutions: dict[str, str]
+    answers: list[str]
+    tests: list[str]
+
+    @classmethod
+    def of(cls, name: str, released: dict[str, nbformat.NotebookNode]) -> "Assignment":
+        notebook_name, notebook = next(iter(released.items()))
+        answers = [grade_id(cell) for cell in notebook.cells if is_answer(cell)]
+        tests = [grade_id(cell) for cell in notebook.cells if is_test(cell)]
+        return cls(name, notebook_name, notebook, solution_code(name), answers, tests)
+
+    def stub(self, answer: str) -> str:
+        return self.cell(self.released, answer).source
+
+    def cell(self, notebook: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+        return next(cell for cell in notebook.cells if grade_id(cell) == name)
+
+    def notebook_with(self, **answers: str) -> nbformat.NotebookNode:
+        """The released notebook with every exercise solved, except where ``answers`` says otherwise."""
+        return filled_in({self.notebook: self.released}, {**self.solutions, **answers})[self.notebook]
+
+    def first_unanswered(self, added_code: str = "") -> nbformat.NotebookNode:
+        """Solved but for the first exercise, whose cell keeps its stub followed by ``added_code``."""
+        first = self.answers[0]
+        return self.notebook_with(**{first: "\n\n".join(filter(None, [self.stub(first), added_code]))})
+
+    def stub_doing(self, answer: str, code: str) -> str:
+        """The stub of ``answer`` with ``code`` where it raises NotImplementedError."""
+        return UNIMPLEMENTED.sub(lambda match: indented(code, match["indent"]), self.stub(answer), count=1)
+
+
+def reports(outcome, phrase: str) -> bool:
+    """Whether the report on a graded sample says what happened: contains the phrase, or, when there is
+    nothing to say, says nothing."""
+    return any(phrase in message for message in outcome.messages) if phrase else outcome.messages == []
+
+
+def indented(code: str, indent: str) -> str:
+    return "\n".join(indent + line if line else line for line in code.splitlines())
+
+
+def samples(assignment: str, released: dict[str, nbformat.NotebookNode]) -> list[Sample]:
+    """Every sample submission of ``assignment``, as its released notebooks stand."""
+    course = Assignment.of(assignment, released)
+    return honest(course) + tampering_with_cells(course) + tampering_in_the_kernel(course) + faults(course)
+
+
+def sample(course: Assignment, student: str, what: str, earns, reported: str, notebook=None, files=None) -> Sample:
+    notebooks = {course.notebook: notebook} if notebook is not None else {}
+    submission = Submission(f"sample-{student}", course.name, notebooks, files=files or {})
+    return Sample(submission, what, frozenset(earns), reported)
+
+
+def all_but_first(course: Assignment) -> list[str]:
+    return course.tests[1:]
+
+
+def honest(course: Assignment) -> list[Sample]:
+    untouched = nbformat.from_dict(course.released)
+    return [
+        sample(course, "full-marks", "every exercise solved", course.tests, "", course.notebook_with()),
+        sample(
+            course,
+            "partial",
+            "the first exercise left as it was",
+            all_but_first(course),
+            "not implemented yet",
+            course.first_unanswered(),
+        ),
+        sample(course, "untouched", "nothing done", [], "not implemented yet", untouched),
+    ]
+
+
+def tampering_with_cells(course: Assignment) -> list[Sample]:
+    first_test = course.tests[0]
+    edited = course.first_unanswered()
+    course.cell(edited, first_test).source = 'print("✔ all tests passed")'
+    deleted = course.first_unanswered()
+    deleted.cells.remove(course.cell(deleted, first_test))
+    retyped = course.first_unanswered()
+    cell = course.cell(retyped, first_test)
+    retyped.cells[retyped.cells.index(cell)] = nbformat.v4.new_markdown_cell(
+        cell.source, metadata=cell.metadata, id=cell.id
+    )
+    reordered = course.first_unanswered()
+    reordered.cells.append(reordered.cells.pop(reordered.cells.index(course.cell(reordered, first_test))))
+    rest = all_but_first(course)
+    return [
+        sample(course, "test-edited", "a test cell's code replaced", rest, "was edited", edited),
+        sample(course, "test-deleted", "a test cell deleted", rest, "was deleted", deleted),
+        sample(course, "test-retyped", "a test cell made markdown", rest, "to a markdown cell", retyped),
+        sample(course, "reordered", "a test cell moved to the end", rest, "reordered", reordered),
+    ]
+
+
+def tampering_in_the_kernel(course: Assignment) -> list[Sample]:
+    check = first_check(course)
+    fake_output = course.first_unanswered(f'print("✔ {course.answers[0]}: all checks passed")')
+    stored = nbformat.v4.new_output("stream", name="stdout", text=f"✔ {course.answers[0]}: all checks passed\n")
+    course.cell(fake_output, course.tests[0]).outputs = [stored]
+    return [
+        sample(
+            course,
+            "torch-allclose",
+            "torch.allclose made to always agree",
+            [],
+            "replaced torch.allclose",
+            course.first_unanswered(TORCH_ALLCLOSE),
+        ),
+        sample(
+            course,
+            "numpy-allclose",
+            "np.allclose made to always agree",
+            [],
+            "replaced numpy.allclose",
+            course.first_unanswered(NUMPY_ALLCLOSE),
+        ),
+        sample(
+            course,
+            "assert-close",
+            "torch.testing.assert_close made to pass",
+            [],
+            "replaced torch.testing.assert_close",
+            course.first_unanswered(ASSERT_CLOSE),
+        ),
+        sample(
+            course,
+            "check-replaced",
+            f"the course's {check} made to pass",
+            [],
+            f"replaced {check_label(check)}",
+            course.first_unanswered(f"{check} = lambda *args, **kwargs: None\n"),
+        ),
+        sample(
+            course,
+            "asserts-neutralised",
+            "asserts removed and errors swallowed by an AST transformer",
+            [],
+            "get_ipython().ast_transformers",
+            course.first_unanswered(NO_FAILURES),
+        ),
+        sample(
+            course,
+            "errors-swallowed",
+            "a custom exception handler that hides errors",
+            [],
+            "get_ipython().set_custom_exc",
+            course.first_unanswered(SWALLOW_ERRORS),
+        ),
+        sample(
+            course,
+            "fake-output",
+            "“passed” printed and stored as the test's output",
+            all_but_first(course),
+            "not implemented yet",
+            fake_output,
+        ),
+    ]
+
+
+def first_check(course: Assignment) -> str:
+    """The check the first test cell calls, as that cell names it: nb01.check_softmax."""
+    call = next(
+        node
+        for node in ast.walk(ast.parse(course.cell(course.released, course.tests[0]).source))
+        if isinstance(node, ast.Call)
+    )
+    return ast.unparse(call.func)
+
+
+def check_label(check: str) -> str:
+    """How the sealed run names a check function: by its module's full name."""
+    return f"transformer_course.checks.{check}"
+
+
+def faults(course: Assignment) -> list[Sample]:
+    first, second, third = course.answers[:3]
+    malformed = nbformat.writes(course.notebook_with())
+    stem = course.notebook.removesuffix(".ipynb")
+    return [
+        sample(
+            course,
+            "infinite-loop",
+            "an answer cell that never ends",
+            all_but_first(course),
+            "ran longer than",
+            course.notebook_with(**{first: LOOP}),
+        ),
+        sample(
+            course,
+            "kernel-exits",
+            "os._exit in an answer cell",
+            [],
+            "exited with code 1",
+            course.notebook_with(**{second: course.solutions[second] + "\n\n" + EXIT_KERNEL}),
+        ),
+        sample(
+            course,
+            "segfault",
+            "a segmentation fault in an answer cell",
+            [],
+            "SIGSEGV",
+            course.notebook_with(**{third: course.solutions[third] + "\n\n" + SEGFAULT}),
+        ),
+        sample(
+            course,
+            "huge-allocation",
+            "an answer that allocates 64 GiB",
+            all_but_first(course),
+            "can't allocate memory",
+            course.notebook_with(**{first: course.stub_doing(first, HOARD)}),
+        ),
+        sample(
+            course,
+            "malformed",
+            "a notebook file cut short",
+            [],
+            "could not be read as a notebook",
+            files={course.notebook: malformed[: len(malformed) // 2]},
+        ),
+        sample(
+            course,
+            "missing",
+            "no notebook, only a note",
+            [],
+            "was not submitted",
+            files={"README.txt": "I could not finish in time.\n"},
+        ),
+        sample(
+            course,
+            "misnamed",
+            "the notebook saved under another name",
+            [],
+            "is not a notebook of this assignment",
+            files={f"{stem} (1).ipynb": nbformat.writes(course.notebook_with())},
+        ),
+        sample(
+            course,
+            "extra-files",
+            "every exercise solved, with extra files",
+            course.tests,
+            "extra file torch.py",
+            course.notebook_with(),
+            files={"torch.py": 'raise ImportError("not PyTorch")\n', "notes.txt": "notes\n"},
+        ),
+    ]

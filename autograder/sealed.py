@@ -1,0 +1,237 @@
+"""Sealed verification: a submission's graded checks run again where the student's code cannot reach the verdict.
+
+Anything that runs in the student's kernel can be forged by the student's code in that kernel: it can replace
+``torch.allclose`` or a check, swallow the test's exception, rewrite later cells before IPython runs them, or
+print "passed". So after nbgrader has autograded a submission, the autograder builds a program from the
+instructor's source notebook, in the source's order (the course's cells and the test cells, hidden tests
+included, from the source; the answer cells, and any cells the student added, from the submission) and runs
+it in a fresh Python process (``sealed_runner.py``). That process records what the checks rely on before the
+first line of the student's code and reports each test on a private channel; a test passes only if it ran to
+the end without an error and nothing it relies on was changed. A process that dies passes nothing it had not
+reported.
+"""
+
+import json
+import os
+import secrets
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from autograder.cells import grading, is_answer, is_test, key, label
+
+RUNNER = Path(__file__).resolve().parent / "sealed_runner.py"
+INTERRUPT_GRACE = 10.0  # seconds a cell gets to stop after an interrupt before its process is killed
+
+
+@dataclass
+class SealedVerdict:
+    passed: set[str] = field(default_factory=set)  # test cells that ran to the end, nothing tampered with
+    errors: dict[str, str] = field(default_factory=dict)  # test cell → why it failed
+    tampering: dict[str, list[str]] = field(default_factory=dict)  # cell after which changes were found → changes
+    cell_errors: dict[str, str] = field(default_factory=dict)  # the student's cells that raised
+    stopped: str | None = None  # why the run ended before its last cell
+    forged: int = 0  # lines on the channel that did not carry the secret
+
+    def failure(self, test: str) -> str | None:
+        """Why a test earns nothing in the sealed run, or None when it passed."""
+        if test in self.passed:
+            return None
+        if test in self.errors:
+            return self.errors[test]
+        return f"not reached: {self.stopped}" if self.stopped else "not reached"
+
+
+def program(
+    source: nbformat.NotebookNode, released: nbformat.NotebookNode, submitted: nbformat.NotebookNode
+) -> list[dict]:
+    """The cells to run, in the source's order: the student's code only in answer cells and in cells they added."""
+    answers = {key(cell): cell.source for cell in submitted.cells if is_answer(cell)}
+    stubs = {key(cell): cell.source for cell in released.cells if is_answer(cell)}
+    added = added_cells(released, submitted)
+    cells = []
+    for cell in (cell for cell in source.cells if cell.cell_type == "code"):
+        if is_answer(cell):
+            cells.append(role("student", label(cell), answers.get(key(cell), stubs.get(key(cell), ""))))
+        else:
+            cells.append(role("test" if is_test(cell) else "course", label(cell), cell.source))
+        cells += added.pop(key(cell), [])
+    unanchored = [cell for cells_after in added.values() for cell in cells_after]
+    return before_first_answer(cells, unanchored)
+
+
+def role(kind: str, name: str, source: str) -> dict:
+    return {"role": kind, "name": name, "source": source}
+
+
+def added_cells(released: nbformat.NotebookNode, submitted: nbformat.NotebookNode) -> dict[str, list[dict]]:
+    """Code cells the student added, by the key of the released cell each follows in the submission."""
+    known = {key(cell) for cell in released.cells}
+    anchor, added = None, {}
+    for cell in submitted.cells:
+        if key(cell) in known:
+            anchor = key(cell)
+        elif cell.cell_type == "code" and not grading(cell) and cell.source.strip():
+            after = anchor.split(" ", 1)[1] if anchor else "the top"
+            added.setdefault(anchor, []).append(role("student", f"the cell you added after {after}", cell.source))
+    return added
+
+
+def before_first_answer(cells: list[dict], extra: list[dict]) -> list[dict]:
+    """Move the student's cells that would run before the first answer cell, and ``extra``, to just before it,
+    so that the course's set-up has run, and been recorded, before any of the student's code."""
+    first = next((i for i, cell in enumerate(cells) if cell["role"] == "student" and not is_added(cell)), len(cells))
+    early = [cell for cell in cells[:first] if cell["role"] == "student"] + extra
+    setup = [cell for cell in cells[:first] if cell["role"] != "student"]
+    return setup + early + cells[first:]
+
+
+def is_added(cell: dict) -> bool:
+    return cell["name"].startswith("the cell you added")
+
+
+def verify(cells: list[dict], workdir: Path, cell_timeout: float) -> SealedVerdict:
+    """Run the program in a fresh process in an empty folder and collect its verdicts."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "program.json").write_text(json.dumps(cells), encoding="utf-8")
+    empty = workdir / "run"
+    empty.mkdir(exist_ok=True)
+    secret = secrets.token_hex(16)
+    read_end, write_end = os.pipe()
+    with open(workdir / "output.txt", "wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-I", str(RUNNER), str(write_end), str(workdir / "program.json")],
+            stdin=subprocess.PIPE,
+            stdout=output,
+            stderr=output,
+            pass_fds=(write_end,),
+            cwd=empty,
+            env={**os.environ, "NBGRADER_EXECUTION": "autograde", "MPLBACKEND": "Agg"},
+            start_new_session=True,  # its own process group, so that whatever it forks is stopped with it
+        )
+    os.close(write_end)
+    process.stdin.write(f"{secret}\n".encode())
+    process.stdin.close()
+    try:
+        return Listener(process, read_end, secret, cells, cell_timeout).listen()
+    finally:
+        os.close(read_end)
+        stop_group(process)
+
+
+def stop_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
+class Listener:
+    """Reads the runner's channel, gives each cell ``cell_timeout`` seconds, and keeps the verdicts."""
+
+    def __init__(self, process: subprocess.Popen, fd: int, secret: str, cells: list[dict], cell_timeout: float):
+        self.process, self.fd, self.secret, self.cells = process, fd, secret, cells
+        self.cell_timeout = cell_timeout
+        self.verdict = SealedVerdict()
+        self.current = "the course's set-up"
+        self.interrupted: set[str] = set()
+        self.done = False
+
+    def listen(self) -> SealedVerdict:
+        buffer = b""
+        deadline = time.monotonic() + self.cell_timeout
+        while True:
+            ready, _, _ = select.select([self.fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                if not self.on_timeout():
+                    break
+                deadline = time.monotonic() + INTERRUPT_GRACE
+                continue
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                break
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                if self.on_line(line):
+                    deadline = time.monotonic() + self.cell_timeout
+        self.wait_for_exit()
+        if not self.done and self.verdict.stopped is None:
+            self.verdict.stopped = f"the process {ended(self.process.returncode)} while running {self.current}"
+        return self.verdict
+
+    def wait_for_exit(self) -> None:
+        """The channel is closed; a process that lingers after closing it is stopped."""
+        try:
+            self.process.wait(timeout=INTERRUPT_GRACE)
+        except subprocess.TimeoutExpired:
+            stop_group(self.process)
+
+    def on_timeout(self) -> bool:
+        """Interrupt a cell that ran too long, as a kernel would be; kill the run if that does not stop it."""
+        if self.current in self.interrupted:
+            self.verdict.stopped = f"{self.current} did not stop when interrupted, so the run was stopped"
+            return False
+        self.interrupted.add(self.current)
+        try:
+            os.killpg(self.process.pid, signal.SIGINT)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def on_line(self, line: bytes) -> bool:
+        """Take one message; return whether a new cell started (which resets the time limit)."""
+        try:
+            message = json.loads(line)
+            genuine = isinstance(message, dict) and secrets.compare_digest(str(message.get("secret")), self.secret)
+        except (ValueError, UnicodeDecodeError):
+            genuine = False
+        if not genuine:
+            self.verdict.forged += 1
+            return False
+        event = message["event"]
+        if event == "start":
+            self.current = self.cells[message["cell"]]["name"]
+            return True
+        if event == "test":
+            self.on_test(message)
+        elif event == "cell_error":
+            self.verdict.cell_errors[message["name"]] = self.timed_out(message["name"]) or message["error"]
+        elif event == "tampering":
+            self.verdict.tampering.setdefault(message["cell"], message["changes"])
+        elif event == "done":
+            self.done = True
+        return False
+
+    def on_test(self, message: dict) -> None:
+        name, error = message["name"], self.timed_out(message["name"]) or message["error"]
+        if message["passed"]:
+            self.verdict.passed.add(name)
+        elif message["tampering"]:
+            failed_too = f" (it also failed: {error})" if error else ""
+            self.verdict.errors[name] = (
+                "earns nothing, because your code " + "; ".join(message["tampering"]) + failed_too
+            )
+        else:
+            self.verdict.errors[name] = error
+
+    def timed_out(self, name: str) -> str | None:
+        if name in self.interrupted:
+            return f"it ran longer than {self.cell_timeout:g} s and was interrupted"
+        return None
+
+
+def ended(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with code {returncode}"

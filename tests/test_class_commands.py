@@ -1,0 +1,62 @@
+"""The commands learners and instructors type: grading one's own notebook, and collecting submissions."""
+
+import re
+import zipfile
+
+import nbformat
+import pytest
+
+from autograder import cli
+from autograder.course_directory import CourseDirectory, submission_pattern
+from autograder.pipeline import NOTEBOOKS, assignments
+from autograder.samples import Assignment
+
+pytestmark = pytest.mark.grading
+
+FIRST = assignments()[0]
+(NOTEBOOK,) = [path.name for path in (NOTEBOOKS / FIRST).glob("*.ipynb")]
+STEM = NOTEBOOK.removesuffix(".ipynb")
+
+
+@pytest.mark.parametrize(
+    "path, student",
+    [
+        (f"extracted/alice/{NOTEBOOK}", "alice"),
+        (f"extracted/alice_smith/{NOTEBOOK}", "alice_smith"),
+        (f"extracted/download/bob_late_1234_5678_{STEM}-1.ipynb", "bob"),
+        (f"extracted/download/carol/{STEM} (2).ipynb", "carol"),
+        ("extracted/dave/notes.ipynb", None),
+    ],
+)
+def test_the_default_collect_pattern_finds_the_student(path, student):
+    match = re.match(submission_pattern([NOTEBOOK]), f"/class/downloaded/{FIRST}/{path}")
+    assert (match and match["student_id"]) == student
+    assert match is None or match["file_id"] == STEM
+
+
+def test_collect_takes_lms_zip_files_and_folders(tmp_path):
+    course = CourseDirectory.create(tmp_path / "class")
+    course.release([FIRST])
+    notebook = nbformat.writes(course.released(FIRST)[NOTEBOOK])
+    with zipfile.ZipFile(tmp_path / "lms.zip", "w") as archive:
+        archive.writestr(f"alice_1234_{NOTEBOOK}", notebook)
+    (tmp_path / "folders" / "bob").mkdir(parents=True)
+    (tmp_path / "folders" / "bob" / NOTEBOOK).write_text(notebook, encoding="utf-8")
+    assert course.collect(FIRST, [tmp_path / "lms.zip", tmp_path / "folders"]) == ["alice", "bob"]
+    assert (course.root / "submitted" / "alice" / FIRST / NOTEBOOK).read_text(encoding="utf-8") == notebook
+
+
+def test_a_learner_grades_a_notebook_without_changing_it(tmp_path, capsys):
+    path = tmp_path / NOTEBOOK
+    released = {NOTEBOOK: nbformat.read(NOTEBOOKS / FIRST / NOTEBOOK, as_version=4)}
+    course = Assignment.of(FIRST, released)
+    nbformat.write(course.first_unanswered(), path)
+    before = path.read_bytes()
+    assert cli.main(["grade", str(path), "--cell-timeout", "60"]) == 1  # not everything passed
+    assert path.read_bytes() == before
+    report = capsys.readouterr().out
+    first = course.answers[0]
+    assert re.search(rf"{first}\s+0 / \d+\s+{first} is not implemented yet", report), report
+    assert all(re.search(rf"{test.removeprefix('test_')}\s+(\d+) / \1\s+✔", report) for test in course.tests[1:]), (
+        report
+    )

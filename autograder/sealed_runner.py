@@ -48,6 +48,7 @@ def main() -> None:
     first_student_cell = next((i for i, cell in enumerate(cells) if cell["role"] == "student"), len(cells))
     for cell in cells[:first_student_cell]:
         execute(cell, namespace, kernel)  # the course's own set-up, before any student code
+    settle_pytorch()
     baseline = Baseline(namespace, cells)
     reported: list[str] = []
     for index, cell in enumerate(cells[first_student_cell:], start=first_student_cell):
@@ -182,6 +183,21 @@ def import_course_modules(cells: list[dict]) -> None:
         for node in tree.body:
             if isinstance(node, ast.Import | ast.ImportFrom):
                 exec(compile(ast.Module([node], []), "<imports>", "exec"), {})
+
+
+def settle_pytorch() -> None:
+    """Let PyTorch do now the set-up it does on first use of an optimizer, so that it is not taken for the
+    student's later: the first Optimizer wraps its class's step, and importing TorchDynamo (which optimizers
+    do) wraps torch.manual_seed, fills torch.compiler's caches and registers kernels."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    import torch._dynamo  # noqa: F401
+
+    parameter = torch.nn.Parameter(torch.zeros(1))
+    parameter.grad = torch.zeros(1)
+    for optimizer in (torch.optim.Adam, torch.optim.AdamW, torch.optim.SGD):
+        optimizer([parameter]).step()
 
 
 class Baseline:

@@ -1,5 +1,10 @@
-"""Measure notebook 08's training on this machine: accuracy against training time, the speed of the course's
-model against torch.nn.Transformer with the same configuration and weights, and that a run repeats exactly.
+"""Measure notebook 08's training on this machine: accuracy against training time, training speed against
+torch.nn.Transformer with the same configuration and weights, and that a run repeats exactly.
+
+Two models are timed against nn.Transformer: the one notebook 08 trains (reference.Transformer, made of
+PyTorch's layers) and the from-scratch model a learner has written by the end of notebook 07 (the
+solutions of notebooks 02-07: attention heads, masked attention, layer norm, feed-forward, encoder,
+decoder and the full model).
 
     .venv/bin/python benchmarks/translation_training.py [--seconds 120] [--rounds 5]
 
@@ -9,6 +14,7 @@ benchmark, not a test: the figures quoted in README.md come from here.
 
 import argparse
 import copy
+import math
 import sys
 import time
 import warnings
@@ -16,10 +22,11 @@ from pathlib import Path
 
 import nbformat
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from autograder.pipeline import SOLUTIONS  # noqa: E402
+from autograder.pipeline import SOLUTIONS, assignments  # noqa: E402
 from autograder.submissions import solution_code  # noqa: E402
 from transformer_course import reference  # noqa: E402
 from transformer_course.checks.nb06 import load_stack  # noqa: E402
@@ -41,10 +48,46 @@ def notebook_functions() -> dict:
     return namespace
 
 
+def from_scratch_transformer() -> type:
+    """Notebook 07's Transformer with every part from the solutions instead of reference code: notebook 03's
+    heads over notebook 04's masked attention, notebook 05's encoding, notebook 06's layer norm,
+    feed-forward and encoder."""
+    namespace: dict = {"math": math, "torch": torch, "nn": nn, "F": F}
+    for assignment in assignments()[1:7]:  # notebooks 02-07, in teaching order
+        for source in solution_code(assignment).values():
+            exec(source, namespace)
+    namespace["attention"] = namespace["masked_attention"]
+    return namespace["Transformer"]
+
+
+def from_scratch_layer_parameters(layer: nn.Module) -> dict[str, torch.Tensor]:
+    """A from-scratch encoder or decoder layer's parameters under the names nn.Transformer*Layer gives them."""
+    names = {}
+    for ours, theirs in (("self_attention", "self_attn"), ("cross_attention", "multihead_attn")):
+        if hasattr(layer, ours):
+            heads = getattr(layer, ours)
+            projections = (heads.query, heads.key, heads.value)
+            names |= {
+                f"{theirs}.in_proj_weight": torch.cat([projection.weight for projection in projections]),
+                f"{theirs}.in_proj_bias": torch.cat([projection.bias for projection in projections]),
+                f"{theirs}.out_proj.weight": heads.output.weight,
+                f"{theirs}.out_proj.bias": heads.output.bias,
+            }
+    for number in (1, 2, 3):
+        if hasattr(layer, f"norm{number}"):
+            norm = getattr(layer, f"norm{number}")
+            names |= {f"norm{number}.weight": norm.gain, f"norm{number}.bias": norm.bias}
+    for number in (1, 2):
+        linear = getattr(layer.feed_forward, f"linear{number}")
+        names |= {f"linear{number}.weight": linear.weight, f"linear{number}.bias": linear.bias}
+    return names
+
+
 class PyTorchTransformer(nn.Module):
     """The same model built on nn.Transformer, used the way PyTorch documents it (key padding masks)."""
 
-    def __init__(self, model: reference.Transformer):
+    def __init__(self, model: nn.Module, encoder_parameters=reference.encoder_layer_parameters,
+                 decoder_parameters=reference.decoder_layer_parameters):  # fmt: skip
         super().__init__()
         self.embeddings = copy.deepcopy(nn.ModuleList([model.src_embedding, model.tgt_embedding]))
         self.output = copy.deepcopy(model.output)
@@ -56,8 +99,8 @@ class PyTorchTransformer(nn.Module):
                 batch_first=True,
             )  # fmt: skip
         self.transformer.encoder.norm = self.transformer.decoder.norm = None  # post-LN stacks have no final norm
-        load_stack(model.encoder, self.transformer.encoder, reference.encoder_layer_parameters)
-        load_stack(model.decoder, self.transformer.decoder, reference.decoder_layer_parameters)
+        load_stack(model.encoder, self.transformer.encoder, encoder_parameters)
+        load_stack(model.decoder, self.transformer.decoder, decoder_parameters)
 
     def embed(self, tokens, table):
         return table(tokens) * self.d_model**0.5 + reference.sinusoidal_encoding(tokens.shape[-1], self.d_model)
@@ -113,24 +156,59 @@ def steps_per_second(model, loss_of_batch, batches) -> float:
 
 def throughput(learner: dict, data, source, target, rounds: int) -> None:
     torch.manual_seed(0)
-    ours = reference.Transformer(len(source), len(target), **CONFIGURATION)
-    theirs = PyTorchTransformer(ours)
+    course = reference.Transformer(len(source), len(target), **CONFIGURATION)
+    torch.manual_seed(0)
+    scratch = from_scratch_transformer()(len(source), len(target), **CONFIGURATION)
+    models = {
+        "course model (reference.Transformer)": course,
+        "from-scratch model (solutions 02-07)": scratch,
+        "torch.nn.Transformer": PyTorchTransformer(course),
+    }
     stream = endless_batches(data.train, source, target, batch_size=64, seed=1)
     batches = [next(stream) for _ in range(100)]
-    src, tgt = batches[0]
+    twins = (PyTorchTransformer(course), PyTorchTransformer(scratch, *[from_scratch_layer_parameters] * 2))
+    for (name, model), twin in zip(models.items(), twins, strict=False):
+        print(f"{name} gives nn.Transformer's logits with its weights: {same_logits(learner, batches[0], model, twin)}")
+    speeds = {name: [] for name in models}
+    for _ in range(rounds):  # alternating, so that all see the same machine load
+        for name, model in models.items():
+            speeds[name].append(steps_per_second(model, learner["loss_of_batch"], batches))
+    best = {name: max(runs) for name, runs in speeds.items()}
+    for name, speed in best.items():
+        print(f"{name:38s} {speed:5.1f} steps/s (best of {rounds} rounds of 100 steps)")
+    for name in list(models)[:2]:
+        print(f"ratio {name.split(' (')[0]} / nn.Transformer: {best[name] / best['torch.nn.Transformer']:.2f}")
+    where_from_scratch_loses(scratch, models["torch.nn.Transformer"], batches[0][0])
+
+
+def microseconds_forward_backward(module: nn.Module, x: torch.Tensor, repeats: int = 300) -> float:
+    for _ in range(20):  # warm-up
+        module(x).sum().backward()
+    started = time.perf_counter()
+    for _ in range(repeats):
+        module(x).sum().backward()
+    return (time.perf_counter() - started) / repeats * 1e6
+
+
+def where_from_scratch_loses(scratch: nn.Module, theirs: nn.Module, src: torch.Tensor) -> None:
+    """The two costs the from-scratch model has and nn.Transformer has not: layer norm made of small
+    operations instead of one fused kernel, and separate W_Q, W_K, W_V for Adam to update."""
+    x = torch.randn(*src.shape, CONFIGURATION["d_model"], requires_grad=True)  # (batch, n_src, d_model)
+    ours, pytorch = scratch.encoder.layers[0].norm1, nn.LayerNorm(CONFIGURATION["d_model"])
+    norms = sum(name.split(".")[-1].startswith("norm") for name, _ in scratch.named_modules())
+    timings = [microseconds_forward_backward(norm, x) for norm in (ours, pytorch)]
+    print(f"layer norm, forward and backward on {tuple(x.shape)}: from scratch {timings[0]:.0f} µs, "
+          f"nn.LayerNorm {timings[1]:.0f} µs; {norms} layer norms per step")  # fmt: skip
+    tensors = [len(list(model.parameters())) for model in (scratch, theirs)]
+    print(f"parameter tensors for Adam: from scratch {tensors[0]}, nn.Transformer {tensors[1]}")
+
+
+def same_logits(learner: dict, batch, model: nn.Module, twin: nn.Module) -> bool:
+    src, tgt = batch
     decoder_input = learner["shift_right"](tgt, learner["BOS"])
     masks = (reference.source_mask(src, PAD), reference.target_mask(decoder_input, PAD))
     with torch.no_grad():
-        same = torch.allclose(ours(src, decoder_input, *masks), theirs(src, decoder_input, *masks), atol=1e-5)
-    print(f"same logits from both models before training: {same}")
-    speeds = {"course model (reference.Transformer)": [], "torch.nn.Transformer": []}
-    for _ in range(rounds):  # alternating, so that both see the same machine load
-        for runs, model in zip(speeds.values(), (ours, theirs), strict=True):
-            runs.append(steps_per_second(model, learner["loss_of_batch"], batches))
-    for name, runs in speeds.items():
-        print(f"{name:38s} {max(runs):5.1f} steps/s (best of {rounds} rounds of 100 steps)")
-    ratio = max(speeds["course model (reference.Transformer)"]) / max(speeds["torch.nn.Transformer"])
-    print(f"ratio course / nn.Transformer: {ratio:.2f}")
+        return torch.allclose(model(src, decoder_input, *masks), twin(src, decoder_input, *masks), atol=1e-5)
 
 
 def repeatability(learner: dict, data, source, target) -> None:

@@ -181,24 +181,33 @@ def throughput(learner: dict, data, source, target, rounds: int) -> None:
     where_from_scratch_loses(scratch, models["torch.nn.Transformer"], batches[0][0])
 
 
-def microseconds_forward_backward(module: nn.Module, x: torch.Tensor, repeats: int = 300) -> float:
+def microseconds_forward_backward(compute, x: torch.Tensor, repeats: int = 300) -> float:
     for _ in range(20):  # warm-up
-        module(x).sum().backward()
+        compute(x).sum().backward()
     started = time.perf_counter()
     for _ in range(repeats):
-        module(x).sum().backward()
+        compute(x).sum().backward()
     return (time.perf_counter() - started) / repeats * 1e6
 
 
 def where_from_scratch_loses(scratch: nn.Module, theirs: nn.Module, src: torch.Tensor) -> None:
-    """The two costs the from-scratch model has and nn.Transformer has not: layer norm made of small
-    operations instead of one fused kernel, and separate W_Q, W_K, W_V for Adam to update."""
+    """Where the from-scratch model spends more than nn.Transformer: not in attention, which costs the same,
+    but in layer norm made of small operations instead of one fused kernel, and in separate W_Q, W_K, W_V
+    for Adam to update."""
     x = torch.randn(*src.shape, CONFIGURATION["d_model"], requires_grad=True)  # (batch, n_src, d_model)
-    ours, pytorch = scratch.encoder.layers[0].norm1, nn.LayerNorm(CONFIGURATION["d_model"])
+    ours, pytorch = scratch.encoder.layers[0], theirs.transformer.encoder.layers[0]
+    attention = [
+        microseconds_forward_backward(lambda x: ours.self_attention(x, mask=reference.source_mask(src, PAD))[0], x),
+        microseconds_forward_backward(
+            lambda x: pytorch.self_attn(x, x, x, key_padding_mask=src == PAD, need_weights=False)[0], x
+        ),
+    ]
+    print(f"multi-head attention, forward and backward on {tuple(x.shape)}: from scratch {attention[0]:.0f} µs, "
+          f"nn.MultiheadAttention {attention[1]:.0f} µs")  # fmt: skip
     norms = sum(name.split(".")[-1].startswith("norm") for name, _ in scratch.named_modules())
-    timings = [microseconds_forward_backward(norm, x) for norm in (ours, pytorch)]
-    print(f"layer norm, forward and backward on {tuple(x.shape)}: from scratch {timings[0]:.0f} µs, "
-          f"nn.LayerNorm {timings[1]:.0f} µs; {norms} layer norms per step")  # fmt: skip
+    timings = [microseconds_forward_backward(norm, x) for norm in (ours.norm1, pytorch.norm1)]
+    print(f"layer norm, forward and backward: from scratch {timings[0]:.0f} µs, nn.LayerNorm {timings[1]:.0f} µs; "
+          f"{norms} layer norms per step")  # fmt: skip
     tensors = [len(list(model.parameters())) for model in (scratch, theirs)]
     print(f"parameter tensors for Adam: from scratch {tensors[0]}, nn.Transformer {tensors[1]}")
 

@@ -1,10 +1,11 @@
 """Measure notebook 08's training on this machine: accuracy against training time, training speed against
 torch.nn.Transformer with the same configuration and weights, and that a run repeats exactly.
 
-Two models are timed against nn.Transformer: the one notebook 08 trains (reference.Transformer, made of
-PyTorch's layers) and the from-scratch model a learner has written by the end of notebook 07 (the
-solutions of notebooks 02-07: attention heads, masked attention, layer norm, feed-forward, encoder,
-decoder and the full model).
+Three models are timed against nn.Transformer: the one notebook 08 trains (reference.Transformer, made of
+PyTorch's layers); the from-scratch model a learner has written by the end of notebook 07 (the solutions
+of notebooks 02-07: attention heads, masked attention, layer norm, feed-forward, encoder, decoder and the
+full model); and the same from-scratch model with PyTorch's fused kernels for the two pieces that notebooks
+04 and 06 show equal to them (F.scaled_dot_product_attention, F.layer_norm).
 
     .venv/bin/python benchmarks/translation_training.py [--seconds 120] [--rounds 5]
 
@@ -48,16 +49,30 @@ def notebook_functions() -> dict:
     return namespace
 
 
-def from_scratch_transformer() -> type:
+def from_scratch_transformer(pytorch_kernels: bool = False) -> type:
     """Notebook 07's Transformer with every part from the solutions instead of reference code: notebook 03's
     heads over notebook 04's masked attention, notebook 05's encoding, notebook 06's layer norm,
-    feed-forward and encoder."""
+    feed-forward and encoder. With pytorch_kernels, masked attention and the layer norm's arithmetic are
+    PyTorch's fused kernels instead; the modules, their parameters and everything else stay the learner's."""
     namespace: dict = {"math": math, "torch": torch, "nn": nn, "F": F}
     for assignment in assignments()[1:7]:  # notebooks 02-07, in teaching order
         for source in solution_code(assignment).values():
             exec(source, namespace)
     namespace["attention"] = namespace["masked_attention"]
+    if pytorch_kernels:
+        namespace["attention"] = fused_attention
+        namespace["LayerNorm"] = type("FusedLayerNorm", (namespace["LayerNorm"],), {"forward": fused_layer_norm})
     return namespace["Transformer"]
+
+
+def fused_attention(q, k, v, mask=None) -> tuple[torch.Tensor, None]:
+    """Masked attention in one kernel; no weights, which training does not need."""
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None  # (..., n_q, d_v)
+
+
+def fused_layer_norm(self, x: torch.Tensor) -> torch.Tensor:
+    """The from-scratch LayerNorm's forward in one kernel, with its own gain, bias and eps."""
+    return F.layer_norm(x, self.gain.shape, self.gain, self.bias, self.eps)  # (..., d)
 
 
 def from_scratch_layer_parameters(layer: nn.Module) -> dict[str, torch.Tensor]:
@@ -159,14 +174,18 @@ def throughput(learner: dict, data, source, target, rounds: int) -> None:
     course = reference.Transformer(len(source), len(target), **CONFIGURATION)
     torch.manual_seed(0)
     scratch = from_scratch_transformer()(len(source), len(target), **CONFIGURATION)
+    torch.manual_seed(0)
+    scratch_fused = from_scratch_transformer(pytorch_kernels=True)(len(source), len(target), **CONFIGURATION)
     models = {
         "course model (reference.Transformer)": course,
         "from-scratch model (solutions 02-07)": scratch,
+        "from-scratch model, PyTorch's kernels": scratch_fused,
         "torch.nn.Transformer": PyTorchTransformer(course),
     }
     stream = endless_batches(data.train, source, target, batch_size=64, seed=1)
     batches = [next(stream) for _ in range(100)]
-    twins = (PyTorchTransformer(course), PyTorchTransformer(scratch, *[from_scratch_layer_parameters] * 2))
+    twins = [PyTorchTransformer(course)]
+    twins += [PyTorchTransformer(model, *[from_scratch_layer_parameters] * 2) for model in (scratch, scratch_fused)]
     for (name, model), twin in zip(models.items(), twins, strict=False):
         print(f"{name} gives nn.Transformer's logits with its weights: {same_logits(learner, batches[0], model, twin)}")
     speeds = {name: [] for name in models}
@@ -176,8 +195,8 @@ def throughput(learner: dict, data, source, target, rounds: int) -> None:
     best = {name: max(runs) for name, runs in speeds.items()}
     for name, speed in best.items():
         print(f"{name:38s} {speed:5.1f} steps/s (best of {rounds} rounds of 100 steps)")
-    for name in list(models)[:2]:
-        print(f"ratio {name.split(' (')[0]} / nn.Transformer: {best[name] / best['torch.nn.Transformer']:.2f}")
+    for name in list(models)[:3]:
+        print(f"ratio {name} / nn.Transformer: {best[name] / best['torch.nn.Transformer']:.2f}")
     where_from_scratch_loses(scratch, models["torch.nn.Transformer"], batches[0][0])
 
 

@@ -58,9 +58,8 @@ def from_scratch_transformer(pytorch_kernels: bool = False) -> type:
     for assignment in assignments()[1:7]:  # notebooks 02-07, in teaching order
         for source in solution_code(assignment).values():
             exec(source, namespace)
-    namespace["attention"] = namespace["masked_attention"]
+    namespace["attention"] = fused_attention if pytorch_kernels else namespace["masked_attention"]
     if pytorch_kernels:
-        namespace["attention"] = fused_attention
         namespace["LayerNorm"] = type("FusedLayerNorm", (namespace["LayerNorm"],), {"forward": fused_layer_norm})
     return namespace["Transformer"]
 
@@ -88,14 +87,7 @@ def from_scratch_layer_parameters(layer: nn.Module) -> dict[str, torch.Tensor]:
                 f"{theirs}.out_proj.weight": heads.output.weight,
                 f"{theirs}.out_proj.bias": heads.output.bias,
             }
-    for number in (1, 2, 3):
-        if hasattr(layer, f"norm{number}"):
-            norm = getattr(layer, f"norm{number}")
-            names |= {f"norm{number}.weight": norm.gain, f"norm{number}.bias": norm.bias}
-    for number in (1, 2):
-        linear = getattr(layer.feed_forward, f"linear{number}")
-        names |= {f"linear{number}.weight": linear.weight, f"linear{number}.bias": linear.bias}
-    return names
+    return names | reference.norm_and_feed_forward_parameters(layer)
 
 
 class PyTorchTransformer(nn.Module):

@@ -132,6 +132,20 @@ def _sharing_parameters(template: nn.Module, parameters: dict[str, nn.Parameter]
     return template
 
 
+def norm_and_feed_forward_parameters(layer: nn.Module) -> dict[str, torch.Tensor]:
+    """An encoder or decoder layer's layer norms (gain, bias) and feed-forward linears under the names
+    nn.Transformer*Layer gives them: norm1 to norm3 where the layer has them, linear1 and linear2."""
+    names = {}
+    for number in (1, 2, 3):
+        if hasattr(layer, f"norm{number}"):
+            norm = getattr(layer, f"norm{number}")
+            names |= {f"norm{number}.weight": norm.gain, f"norm{number}.bias": norm.bias}
+    for number in (1, 2):
+        linear = getattr(layer.feed_forward, f"linear{number}")
+        names |= {f"linear{number}.weight": linear.weight, f"linear{number}.bias": linear.bias}
+    return names
+
+
 def encoder_layer_parameters(layer: nn.Module) -> dict[str, torch.Tensor]:
     """A course encoder layer's parameters under the names nn.TransformerEncoderLayer gives them."""
     attention = layer.self_attention.attention
@@ -140,15 +154,7 @@ def encoder_layer_parameters(layer: nn.Module) -> dict[str, torch.Tensor]:
         "self_attn.in_proj_bias": attention.in_proj_bias,
         "self_attn.out_proj.weight": attention.out_proj.weight,
         "self_attn.out_proj.bias": attention.out_proj.bias,
-        "linear1.weight": layer.feed_forward.linear1.weight,
-        "linear1.bias": layer.feed_forward.linear1.bias,
-        "linear2.weight": layer.feed_forward.linear2.weight,
-        "linear2.bias": layer.feed_forward.linear2.bias,
-        "norm1.weight": layer.norm1.gain,
-        "norm1.bias": layer.norm1.bias,
-        "norm2.weight": layer.norm2.gain,
-        "norm2.bias": layer.norm2.bias,
-    }
+    } | norm_and_feed_forward_parameters(layer)
 
 
 class EncoderLayer(nn.Module):
@@ -209,13 +215,7 @@ def decoder_layer_parameters(layer: nn.Module) -> dict[str, torch.Tensor]:
             f"{theirs}.out_proj.weight": attention.out_proj.weight,
             f"{theirs}.out_proj.bias": attention.out_proj.bias,
         }
-    for number in (1, 2, 3):
-        norm = getattr(layer, f"norm{number}")
-        names |= {f"norm{number}.weight": norm.gain, f"norm{number}.bias": norm.bias}
-    for number in (1, 2):
-        linear = getattr(layer.feed_forward, f"linear{number}")
-        names |= {f"linear{number}.weight": linear.weight, f"linear{number}.bias": linear.bias}
-    return names
+    return names | norm_and_feed_forward_parameters(layer)
 
 
 class DecoderLayer(nn.Module):

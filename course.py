@@ -2,7 +2,8 @@
 
     python3.11 course.py lab        set up, then open the course in JupyterLab
     python3.11 course.py check      set up, then run every check of the course (what CI runs); installs
-                                    Debian's Chromium for the browser test when it is missing and apt allows
+                                    Debian's bubblewrap (the grading sandbox) and Chromium (the browser test)
+                                    when they are missing and apt allows
     python3.11 course.py grade [NOTEBOOK ...]   grade your notebooks, hidden tests included (default: all)
     python3.11 course.py class COMMAND ...      an instructor's commands: new, generate, collect, autograde,
                                                 feedback, export, demo (`class --help` says more)
@@ -30,6 +31,9 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_PACKAGES = ("chromium", "chromium-driver")
 SKIP_BROWSER = "COURSE_SKIP_BROWSER"  # =1: skip the browser test on machines without apt (see the README)
 BROWSER_RECORD = REPO / ".course" / "browser"  # the browser test's screenshots and logs, from its last run
+# The grading sandbox (autograder/sandbox.py) is Debian's bubblewrap; the grading tests run every submission in it.
+BWRAP = Path("/usr/bin/bwrap")
+BWRAP_PACKAGES = ("bubblewrap",)
 
 
 def venv_python() -> Path:
@@ -95,36 +99,39 @@ def apt_get() -> list[str] | None:
     return None
 
 
-def ensure_chromium() -> None:
-    """Install Debian's Chromium for the browser test when it is missing and this machine allows it."""
+def ensure_system_packages() -> None:
+    """Install the Debian packages the checks use when they are missing and this machine allows it: bubblewrap for
+    grading, Chromium for the browser test (unless that test is skipped)."""
+    missing = [] if BWRAP.exists() else list(BWRAP_PACKAGES)
     if os.environ.get(SKIP_BROWSER) == "1":
         print(f"\n!! {SKIP_BROWSER}=1: the browser test will be skipped (see the README).", flush=True)
-        return
-    if CHROMIUM.exists():
+    elif not CHROMIUM.exists():
+        missing += CHROMIUM_PACKAGES
+    if not missing:
         return
     apt = apt_get()
     if apt is None:
         print(
-            f"\n!! Chromium is missing ({CHROMIUM}) and cannot be installed here (needs apt-get as root or with "
-            f"passwordless sudo). The browser test will fail; install it with `sudo apt-get install "
-            f"{' '.join(CHROMIUM_PACKAGES)}`, or skip that test with {SKIP_BROWSER}=1 (see the README).",
+            f"\n!! {', '.join(missing)} missing and cannot be installed here (needs apt-get as root or with "
+            f"passwordless sudo). Install them with `sudo apt-get install {' '.join(missing)}`; without bubblewrap the "
+            f"grading tests fail, and the browser test can be skipped with {SKIP_BROWSER}=1 (see the README).",
             flush=True,
         )
         return
-    print("\nChromium is missing; installing Debian's packages for the browser test.", flush=True)
+    print(f"\nInstalling Debian's {', '.join(missing)} for the grading sandbox and the browser test.", flush=True)
     # A fresh machine may have no package lists, or old ones that name versions the mirror no longer has;
     # refreshing them first costs about a second.
-    for step in (["update", "-q"], ["install", "-y", "-q", "--no-install-recommends", *CHROMIUM_PACKAGES]):
+    for step in (["update", "-q"], ["install", "-y", "-q", "--no-install-recommends", *missing]):
         print(f"$ {' '.join([*apt, *step])}", flush=True)
         if subprocess.run([*apt, *step]).returncode != 0:
-            print(f"!! apt-get {step[0]} failed; the browser test will fail until Chromium is installed.", flush=True)
+            print(f"!! apt-get {step[0]} failed; the checks that need {', '.join(missing)} will fail.", flush=True)
             return
 
 
 def check(extra_args: list[str]) -> int:
     """Lint, then every test: the helper package, the pipeline, grading, every solution notebook run top to
     bottom in a fresh kernel (nbval, lax: a cell fails only when it raises), and the course in a browser."""
-    ensure_chromium()
+    ensure_system_packages()
     failures = 0
     failures += run(sys.executable, "-m", "ruff", "check", ".") != 0
     failures += (

@@ -10,8 +10,11 @@
     python3.11 course.py class demo                        the whole loop on sample submissions, in a temp folder
 
 The class commands work on the class folder given by --course (default: the current folder). Each is a thin
-layer over nbgrader's own command of the same purpose; grading adds parallel workers, limits and the sealed
-verification (autograder/grading.py).
+layer over nbgrader's own command of the same purpose; grading adds parallel workers, limits, the sandbox
+(autograder/sandbox.py) and the sealed verification (autograder/grading.py).
+
+Grading a class runs every submission in the sandbox and refuses where none can run; --no-sandbox grades anyway,
+and the report says so. A learner's own notebooks are graded in the sandbox when there is one, else without.
 """
 
 import argparse
@@ -26,6 +29,7 @@ from autograder.grading import CELL_TIMEOUT, MEMORY_LIMIT, Limits, Outcome
 from autograder.pipeline import NOTEBOOKS, SOLUTIONS, assignments, notebook_paths
 from autograder.report import class_summary, notebook_table, outcome_report
 from autograder.samples import reports, samples
+from autograder.sandbox import unavailable
 
 LEARNER = "you"  # the student id a learner's own notebooks are graded under
 DEMO_CELL_TIMEOUT = 30.0  # the demo's infinite loop should not hold it up for the course's full limit
@@ -35,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.command(args)
-    except (FileNotFoundError, ValueError) as problem:
+    except (FileNotFoundError, ValueError, SandboxUnavailable) as problem:
         print(problem, file=sys.stderr)
         return 2
 
@@ -66,6 +70,11 @@ def parser() -> argparse.ArgumentParser:
         if name == "autograde":
             sub.add_argument("--student", action="append", help="grade only this student (repeatable)")
             add_limits(sub)
+            add_sandbox_choice(sub)
+        if name == "feedback":
+            sub.add_argument(
+                "--show-hidden-tests", action="store_true", help="show the code of hidden tests in the feedback"
+            )
     collect = teaching.add_parser("collect", help="collect submissions into submitted/ (nbgrader zip_collect)")
     collect.add_argument("assignment")
     collect.add_argument("sources", nargs="+", type=Path, help="LMS downloads (zip files) or folders")
@@ -80,6 +89,7 @@ def parser() -> argparse.ArgumentParser:
     demo.add_argument("--keep", type=Path, help="make the class folder here and keep it, to look at afterwards")
     demo.set_defaults(command=run_demo)
     add_limits(demo, cell_timeout=DEMO_CELL_TIMEOUT)
+    add_sandbox_choice(demo)
     return top
 
 
@@ -93,8 +103,36 @@ def add_limits(sub: argparse.ArgumentParser, cell_timeout: float = CELL_TIMEOUT)
     sub.add_argument("--memory-gib", type=float, default=MEMORY_LIMIT / 2**30, help="memory per kernel (GiB)")
 
 
-def limits(args: argparse.Namespace) -> Limits:
-    return Limits(cell_timeout=args.cell_timeout, memory=int(args.memory_gib * 2**30), workers=max(1, args.workers))
+def add_sandbox_choice(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--no-sandbox",
+        dest="sandbox",
+        action="store_false",
+        help="grade without the sandbox: student code can then read and change this machine's files",
+    )
+
+
+def limits(args: argparse.Namespace, sandbox: bool) -> Limits:
+    memory = int(args.memory_gib * 2**30)
+    return Limits(cell_timeout=args.cell_timeout, memory=memory, workers=max(1, args.workers), sandbox=sandbox)
+
+
+def class_sandbox(args: argparse.Namespace) -> bool:
+    """Whether a class is graded in the sandbox: always, unless the instructor said --no-sandbox; where none can run,
+    grading stops here with what to install."""
+    if not args.sandbox:
+        print(f"!! {NO_SANDBOX}", flush=True)
+        return False
+    if reason := unavailable():
+        raise SandboxUnavailable(f"Not grading: {reason}")
+    return True
+
+
+class SandboxUnavailable(Exception):
+    """No sandbox can run on this machine, and the instructor did not choose to grade without one."""
+
+
+NO_SANDBOX = "Graded WITHOUT the sandbox (--no-sandbox): the submissions' code could read and change this machine."
 
 
 def course(args: argparse.Namespace) -> CourseDirectory:
@@ -114,6 +152,8 @@ def grade_own(args: argparse.Namespace) -> int:
         names = ", ".join(sorted(by_name))
         print(f"Not a notebook of the course: {', '.join(map(str, unknown))}\nThe notebooks are: {names}")
         return 2
+    if reason := unavailable():  # a learner's own code may run unsandboxed: it is theirs
+        print(f"Grading without a sandbox ({reason.split('. ')[0]}).", flush=True)
     with tempfile.TemporaryDirectory(prefix="course-grade-") as scratch:
         class_folder = CourseDirectory.create(Path(scratch) / "class")
         wanted = sorted({by_name[path.name] for path in paths})
@@ -123,7 +163,7 @@ def grade_own(args: argparse.Namespace) -> int:
             folder = class_folder.root / "submitted" / LEARNER / by_name[path.name]
             folder.mkdir(parents=True, exist_ok=True)
             (folder / path.name).write_bytes(path.read_bytes())
-        outcomes = class_folder.autograde(limits=limits(args))
+        outcomes = class_folder.autograde(limits=limits(args, sandbox=reason is None))
     results = [
         notebook
         for outcome in outcomes
@@ -168,9 +208,12 @@ def autograde(args: argparse.Namespace) -> int:
     if not pairs:
         print("No submissions to grade in submitted/.")
         return 2
-    outcomes = graded_with_progress(class_folder, pairs, limits(args))
+    chosen = limits(args, sandbox=class_sandbox(args))
+    outcomes = graded_with_progress(class_folder, pairs, chosen)
     print("\n" + "\n\n".join(outcome_report(outcome) for outcome in outcomes))
     print("\n" + class_summary(outcomes))
+    if not chosen.sandbox:
+        print(NO_SANDBOX)
     return 1 if any(note.startswith("not graded") for outcome in outcomes for note in outcome.notes) else 0
 
 
@@ -195,7 +238,7 @@ def feedback(args: argparse.Namespace) -> int:
     class_folder = course(args)
     for assignment in args.assignments or class_folder.assignments():
         if any(True for _ in (class_folder.root / "autograded").glob(f"*/{assignment}")):
-            class_folder.generate_feedback(assignment)
+            class_folder.generate_feedback(assignment, show_hidden_tests=args.show_hidden_tests)
     print(f"Feedback written to {class_folder.root / 'feedback'}/<student>/<assignment>/.")
     return 0
 
@@ -215,15 +258,17 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def demo_in(root: Path, args: argparse.Namespace) -> int:
+    """The hostile samples are graded only in the sandbox; without one they would do what they try."""
+    sandboxed = class_sandbox(args)
     assignment = assignments()[0]
     class_folder = CourseDirectory.create(root)
     class_folder.release([assignment])
-    chosen = samples(assignment, class_folder.released(assignment))
+    chosen = samples(assignment, class_folder.released(assignment), sandboxed=sandboxed)
     for sample in chosen:
         class_folder.submit(sample.submission.student, assignment, sample.submission.notebooks, sample.submission.files)
     outcomes = {
         outcome.student: outcome
-        for outcome in graded_with_progress(class_folder, class_folder.submissions(), limits(args))
+        for outcome in graded_with_progress(class_folder, class_folder.submissions(), limits(args, sandboxed))
     }
     class_folder.generate_feedback(assignment)
     grades = class_folder.export()

@@ -2,6 +2,13 @@
 course directory, checked again by the sealed verification, and written into the class gradebook by this
 process alone.
 
+Why a sandbox. The student's code runs in nbgrader's kernel and in the sealed run, and both run in the
+grading sandbox (``sandbox.py``): it sees no class folder, no gradebook, no source notebook and no other
+submission, has no network, and every process it starts ends with the job. nbgrader itself, which reads the
+gradebook and restores the hidden tests, runs outside and sends them to the kernel as code to run. nbgrader
+starts its kernel from a kernel spec of this job's (``course-sandbox``), which starts the kernel through the
+sandbox; the kernel talks to nbgrader over Unix sockets in a folder that only the two share.
+
 Why scratch copies. Running ``nbgrader autograde --student X`` for several students at once against one
 SQLite gradebook worked in our trials (SQLite makes concurrent writers wait up to 5 s), but it rests on file
 locking that network file systems do not honour, and a worker stopped for its time or memory would be stopped
@@ -17,6 +24,7 @@ notebook 07 autogrades under a 512 MiB data limit, and needs about 1.5 GiB of ad
 """
 
 import contextlib
+import json
 import math
 import os
 import shutil
@@ -39,11 +47,40 @@ from sqlalchemy.exc import SAWarning
 
 from autograder import sealed, structure
 from autograder.cells import grade_id, is_test, points
+from autograder.sandbox import Sandbox
 
 NO_END = "did not finish within"  # what the log says of an nbgrader run that had to be stopped
 START_UP_ALLOWANCE = 120.0  # seconds for nbgrader and its kernel to start, on top of the cells' limits
 CELL_TIMEOUT = 120.0  # seconds; the same limit the course's nbgrader_config.py sets for nbgrader run by hand
 MEMORY_LIMIT = 2 * 2**30  # bytes of data per process: notebook 07 needs about 350 MiB
+SANDBOX_KERNEL = "course-sandbox"  # the kernel spec each job writes for nbgrader: ipykernel in the sandbox
+# How the sandboxed kernel starts: ipykernel, except that a process the student's code forks (a fork bomb's copies
+# of the kernel) gives up the kernel's sockets at once and waits forever if it tries to send the kernel's messages:
+# copies of the kernel would otherwise answer nbgrader in its name and garble its channels. Waiting, a copy keeps
+# its place under the process limit, so the bomb runs out of places and stops, as in the sealed run
+# (sealed_runner.stay_out_if_forked). The sandbox ends them all with the kernel.
+KERNEL_START = """\
+import os, time
+import jupyter_client.session
+def _wait_forever(*args, **kwargs):
+    while True:
+        time.sleep(3600)
+def _forked():
+    jupyter_client.session.Session.send = _wait_forever
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        try:
+            kind = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if kind.startswith(("socket:", "anon_inode:[event")):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+os.register_at_fork(after_in_child=_forked)
+from ipykernel import kernelapp
+kernelapp.launch_new_instance()
+"""
 
 SCRATCH_CONFIG = """\
 # A scratch copy of the class, for one student and one assignment; the class's settings, these folders.
@@ -59,6 +96,7 @@ class Limits:
     cell_timeout: float = CELL_TIMEOUT
     memory: int = MEMORY_LIMIT
     workers: int = os.cpu_count() or 1
+    sandbox: bool = True  # False only when the instructor chose --no-sandbox
 
 
 @dataclass(frozen=True)
@@ -238,6 +276,8 @@ def run_nbgrader(job: Job, scratch: Path) -> str:
         f"--ExecutePreprocessor.timeout={math.ceil(job.limits.cell_timeout)}",  # nbgrader takes whole seconds
     ]
     env = {**os.environ, "PATH": path_with_this_python()}
+    if job.limits.sandbox:
+        command += sandboxed_kernel(scratch, env)
     process = subprocess.Popen(
         command, cwd=scratch, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -252,6 +292,23 @@ def run_nbgrader(job: Job, scratch: Path) -> str:
     except subprocess.TimeoutExpired:
         stop_with_children(process)
         return process.communicate()[0] + f"\nnbgrader {NO_END} {deadline:.0f} s and was stopped"
+
+
+def sandboxed_kernel(scratch: Path, env: dict[str, str]) -> list[str]:
+    """Make nbgrader start its kernel in the sandbox: a kernel spec of the job's own, found first on JUPYTER_PATH and
+    named on the command line (so a notebook's metadata cannot pick another kernel), and Unix sockets in a folder
+    shared with the sandbox (it has no network to talk over). Returns nbgrader's extra options; sets ``env``."""
+    runtime, specs = scratch / "runtime", scratch / "jupyter"
+    runtime.mkdir()
+    spec = specs / "kernels" / SANDBOX_KERNEL
+    spec.mkdir(parents=True)
+    kernel = [sys.executable, "-c", KERNEL_START, "-f", "{connection_file}"]
+    argv = Sandbox(shared=(str(runtime),)).launcher(scratch / "sandbox.json") + ["--", *kernel]
+    kernel_spec = {"argv": argv, "display_name": "Python 3 (grading sandbox)", "language": "python"}
+    (spec / "kernel.json").write_text(json.dumps(kernel_spec), encoding="utf-8")
+    env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(specs), env.get("JUPYTER_PATH")]))
+    connection = f"--KernelManager.connection_file={runtime / 'kernel.json'}"  # and the sockets beside it
+    return [f"--ExecutePreprocessor.kernel_name={SANDBOX_KERNEL}", "--KernelManager.transport=ipc", connection]
 
 
 def stop_with_children(process: subprocess.Popen) -> None:
@@ -321,7 +378,8 @@ def verify(job: Job, scratch: Path, source, submitted_path: Path, result: Notebo
     released = nbformat.read(job.root / "release" / job.assignment / submitted_path.name, as_version=4)
     result.notes += [finding.text for finding in structure.compare(released, submitted)]
     program = sealed.program(source, released, submitted)
-    verdict = sealed.verify(program, scratch / "sealed" / submitted_path.stem, job.limits.cell_timeout)
+    workdir = scratch / "sealed" / submitted_path.stem
+    verdict = sealed.verify(program, workdir, job.limits.cell_timeout, sandboxed=job.limits.sandbox)
     for cell, error in verdict.cell_errors.items():
         result.notes.append(f"{cell_phrase(cell)} failed: {error}")
     for cell, changes in verdict.tampering.items():

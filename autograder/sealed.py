@@ -5,12 +5,13 @@ Anything that runs in the student's kernel can be forged by the student's code i
 print "passed". So after nbgrader has autograded a submission, the autograder builds a program from the
 instructor's source notebook, in the source's order (the course's cells and the test cells, hidden tests
 included, from the source; the answer cells, and any cells the student added, from the submission) and runs
-it in a fresh Python process (``sealed_runner.py``). That process records what the checks rely on before the
-first line of the student's code and reports each test on a private channel; a test passes only if it ran to
-the end without an error and nothing it relies on was changed. A process that dies passes nothing it had not
-reported.
+it in a fresh Python process (``sealed_runner.py``), in the grading sandbox unless the instructor chose none.
+That process records what the checks rely on before the first line of the student's code and reports each
+test on a private channel; a test passes only if it ran to the end without an error and nothing it relies on
+was changed. A process that dies passes nothing it had not reported.
 """
 
+import contextlib
 import json
 import os
 import secrets
@@ -25,8 +26,10 @@ from pathlib import Path
 import nbformat
 
 from autograder.cells import grading, is_answer, is_test, key, label
+from autograder.sandbox import Sandbox
 
 RUNNER = Path(__file__).resolve().parent / "sealed_runner.py"
+SIGNAL_EXIT = 128  # exit codes above this stand for a death by signal (code - 128), as shells report them
 INTERRUPT_GRACE = 10.0  # seconds a cell gets to stop after an interrupt before its process is killed
 
 
@@ -96,17 +99,18 @@ def is_added(cell: dict) -> bool:
     return cell["name"].startswith("the cell you added")
 
 
-def verify(cells: list[dict], workdir: Path, cell_timeout: float) -> SealedVerdict:
-    """Run the program in a fresh process in an empty folder and collect its verdicts."""
+def verify(cells: list[dict], workdir: Path, cell_timeout: float, sandboxed: bool = True) -> SealedVerdict:
+    """Run the program in a fresh process, sandboxed or in an empty folder, and collect its verdicts."""
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "program.json").write_text(json.dumps(cells), encoding="utf-8")
     empty = workdir / "run"
     empty.mkdir(exist_ok=True)
     secret = secrets.token_hex(16)
     read_end, write_end = os.pipe()
+    # In the sandbox, the runner's own file is all it sees of the autograder.
+    launcher = Sandbox(readable=(str(RUNNER),)).launcher(workdir / "sandbox.json") + ["--"] if sandboxed else []
     with open(workdir / "output.txt", "wb") as output:
         process = subprocess.Popen(
-            [sys.executable, "-I", str(RUNNER), str(write_end), str(workdir / "program.json")],
+            [*launcher, sys.executable, "-I", str(RUNNER), str(write_end)],
             stdin=subprocess.PIPE,
             stdout=output,
             stderr=output,
@@ -116,8 +120,10 @@ def verify(cells: list[dict], workdir: Path, cell_timeout: float) -> SealedVerdi
             start_new_session=True,  # its own process group, so that whatever it forks is stopped with it
         )
     os.close(write_end)
-    process.stdin.write(f"{secret}\n".encode())
-    process.stdin.close()
+    with contextlib.suppress(BrokenPipeError):  # a runner that could not start reads nothing; its exit says why
+        process.stdin.write(f"{secret}\n{json.dumps(cells)}".encode())
+    with contextlib.suppress(BrokenPipeError):
+        process.stdin.close()
     try:
         return Listener(process, read_end, secret, cells, cell_timeout).listen()
     finally:
@@ -162,6 +168,8 @@ class Listener:
             for line in lines:
                 if self.on_line(line):
                     deadline = time.monotonic() + self.cell_timeout
+            if self.done:  # what processes left behind may still write is not the runner's
+                break
         self.wait_for_exit()
         if not self.done and self.verdict.stopped is None:
             self.verdict.stopped = f"the process {ended(self.process.returncode)} while running {self.current}"
@@ -229,9 +237,12 @@ class Listener:
 
 
 def ended(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            return f"was killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"was killed by signal {-returncode}"
-    return f"exited with code {returncode}"
+    """How the runner ended. In the sandbox, a runner killed by signal N ends bwrap with code 128 + N, as a shell
+    reports it; a runner that chose such an exit code itself is reported the same way."""
+    number = -returncode if returncode < 0 else returncode - SIGNAL_EXIT if returncode > SIGNAL_EXIT else None
+    if number is None:
+        return f"exited with code {returncode}"
+    try:
+        return f"was killed by {signal.Signals(number).name}"
+    except ValueError:
+        return f"was killed by signal {number}"

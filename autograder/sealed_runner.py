@@ -1,9 +1,10 @@
 """The sealed run of one submission: the notebook's graded checks, run again in a fresh Python process.
 
-The autograder (``autograder/sealed.py``) starts this file as ``python -I sealed_runner.py CHANNEL PROGRAM``
-in an empty folder and sends a secret on stdin. PROGRAM is a JSON list of the cells to run, in the source
-notebook's order: the course's cells and test cells from the instructor's source, the student's code where
-the student writes it. No IPython runs here, so nothing the student's code does to a kernel counts.
+The autograder (``autograder/sealed.py``) starts this file as ``python -I sealed_runner.py CHANNEL`` in an
+empty folder (in the grading sandbox, ``autograder/sandbox.py``) and sends on stdin a secret, on a line of its
+own, then the program: a JSON list of the cells to run, in the source notebook's order, the course's cells and
+test cells from the instructor's source, the student's code where the student writes it. No IPython runs here,
+so nothing the student's code does to a kernel counts.
 
 Before the first cell of the student's, this process records what the checks rely on: every loaded module's
 functions, classes and their methods, the code of every Python function in them, the notebook names the
@@ -11,7 +12,8 @@ test cells use, and global hooks (trace functions, PyTorch's function modes and 
 every cell it compares; a test cell passes only if it raised nothing and nothing recorded has changed.
 Verdicts go to the file descriptor CHANNEL as JSON lines carrying the secret; the student's output goes
 elsewhere, so printing "passed" proves nothing. Only the standard library is imported before the
-notebook's own imports.
+notebook's own imports. The program arrives on stdin, not in a file, so that no file holds the hidden tests
+for the student's code to read.
 """
 
 import ast
@@ -22,10 +24,11 @@ import re
 import signal
 import sys
 import threading
+import time
 import types
 from collections.abc import Callable
-from pathlib import Path
 
+RUNNER_PID = os.getpid()  # the runner itself, not a process the student's code forked
 MAX_MESSAGE = 2000  # characters of an error message worth reporting
 MAX_CHANGES_NAMED = 5  # a report names this many changes, then counts the rest
 
@@ -39,7 +42,7 @@ def main() -> None:
     # An interrupt is how a cell that runs too long is stopped; a shell may have started us ignoring it.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     channel = Channel(int(sys.argv[1]), sys.stdin.readline().strip())
-    cells = json.loads(Path(sys.argv[2]).read_text(encoding="utf-8"))
+    cells = json.loads(sys.stdin.read())
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     kernel = KernelStandIn(namespace)
     namespace.update(get_ipython=kernel.get_ipython, display=print_nothing)
@@ -153,8 +156,18 @@ def execute(cell: dict, namespace: dict, kernel: KernelStandIn) -> str | None:
     except BaseException as error:  # noqa: B036 - SystemExit and KeyboardInterrupt fail a cell like any error
         return describe(error)
     finally:
+        stay_out_if_forked()
         close_figures()
     return None
+
+
+def stay_out_if_forked() -> None:
+    """A process the student's code forked does not go on with the program. It waits to be stopped with the run,
+    keeping its place under the sandbox's process limit: were it to exit, a fork bomb's survivors would fork again
+    into the place it left, for as long as any of them is left."""
+    if os.getpid() != RUNNER_PID:
+        while True:
+            time.sleep(3600)
 
 
 def describe(error: BaseException) -> str:

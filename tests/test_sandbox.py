@@ -1,0 +1,155 @@
+"""The grading sandbox, tried as a hostile student would: what the code inside can see, change, reach and leave
+behind. Each test runs a few lines of Python in the sandbox, as the kernel and the sealed run are started."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import psutil
+import pytest
+
+from autograder import cli
+from autograder.feedback import FailedTestMessages, HideHiddenTests
+from autograder.pipeline import REPO, SOLUTIONS
+from autograder.sandbox import Sandbox, unavailable
+
+pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"no sandbox can run here: {unavailable()}")
+
+
+def run_inside(tmp_path: Path, code: str, sandbox: Sandbox | None = None) -> subprocess.CompletedProcess:
+    sandbox = sandbox or Sandbox()
+    command = [*sandbox.launcher(tmp_path / "sandbox.json"), "--", sys.executable, "-c", code]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+def test_the_course_package_and_pytorch_work_inside(tmp_path):
+    result = run_inside(tmp_path, "import torch, transformer_course.checks; print(torch.ones(2).sum().item())")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "2.0"
+
+
+def test_nothing_outside_the_sandbox_can_be_seen(tmp_path):
+    secret = tmp_path / "class" / "gradebook.db"
+    secret.parent.mkdir()
+    secret.write_text("grades")
+    paths = [secret, SOLUTIONS, REPO / "autograder", REPO / "tests", Path("/etc/shadow")]
+    code = f"import os\nprint([os.path.exists(p) for p in {list(map(str, paths))!r}])\nprint(os.listdir({str(REPO)!r}))"
+    result = run_inside(tmp_path, code)
+    assert result.returncode == 0, result.stderr
+    seen, in_repository = result.stdout.splitlines()
+    assert seen == str([False] * len(paths))
+    assert set(eval(in_repository)) <= {".venv", "src", "data"}  # the environment and the package's folders alone
+
+
+def test_the_environment_is_read_only_and_the_grader_s_variables_stay_out(tmp_path, monkeypatch):
+    monkeypatch.setenv("INSTRUCTOR_TOKEN", "secret")
+    code = """
+import os, sys
+print(os.environ.get("INSTRUCTOR_TOKEN"))
+try:
+    open(os.path.join(sys.prefix, "planted.py"), "w")
+except OSError as error:
+    print(type(error).__name__, error.errno)
+"""
+    result = run_inside(tmp_path, code)
+    assert result.stdout.split() == ["None", "OSError", "30"], result.stderr  # 30: read-only file system
+
+
+def test_a_private_writable_folder_of_limited_size(tmp_path):
+    code = """
+import errno, os
+with open("filler", "wb") as filler:
+    try:
+        while True:
+            filler.write(b"x" * 2**20)
+            filler.flush()
+    except OSError as error:
+        print(os.getcwd(), error.errno == errno.ENOSPC, os.path.getsize("filler") // 2**20)
+"""
+    result = run_inside(tmp_path, code, Sandbox(disk=8 * 2**20))
+    assert result.stdout.split() == ["/tmp/work", "True", "8"], result.stderr
+
+
+def test_no_network_not_even_the_grading_machine_s_loopback(tmp_path):
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        code = f"""
+import socket
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=5)
+except OSError as error:
+    print(type(error).__name__)
+"""
+        result = run_inside(tmp_path, code)
+        server.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            server.accept()  # nobody connected
+    assert result.stdout.strip() == "ConnectionRefusedError", result.stderr
+
+
+def test_a_fork_bomb_meets_the_process_limit(tmp_path):
+    code = """
+import os, time
+children = 0
+try:
+    while True:
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+        children += 1
+except BlockingIOError:
+    print(children)
+"""
+    result = run_inside(tmp_path, code, Sandbox(processes=20))
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) < 20
+
+
+def test_a_daemon_dies_with_its_job(tmp_path):
+    marker = f"daemon-{time.time_ns()}"
+    code = f"""
+import subprocess, sys
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "{marker}"], start_new_session=True)
+"""
+    start = time.monotonic()
+    result = run_inside(tmp_path, code)
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - start < 30  # the job did not wait for its daemon
+    time.sleep(0.5)
+    assert [process for process in psutil.process_iter(["cmdline"]) if marker in (process.info["cmdline"] or [])] == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as another user, the code runs as that user in its own namespace")
+def test_under_root_the_code_runs_as_an_unprivileged_user_without_capabilities(tmp_path):
+    code = "import os; print(os.getuid(), open('/proc/self/status').read().split('CapEff:')[1].split()[0])"
+    uid, capabilities = run_inside(tmp_path, code).stdout.split()
+    assert int(uid) >= 2**30 and int(capabilities, 16) == 0
+
+
+def test_class_autograde_refuses_without_a_sandbox_and_says_what_to_install(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "unavailable", lambda: "bubblewrap (bwrap) is not installed. Install it with apt.")
+    (tmp_path / "nbgrader_config.py").write_text("")
+    (tmp_path / "submitted" / "alice" / "01").mkdir(parents=True)
+    assert cli.main(["class", "autograde", "--course", str(tmp_path)]) == 2
+    assert "Not grading: bubblewrap (bwrap) is not installed" in capsys.readouterr().err
+
+
+def feedback_cell(source: str, outputs: list) -> nbformat.NotebookNode:
+    metadata = {"nbgrader": {"grade": True, "solution": False, "grade_id": "test_x", "points": 1}}
+    return nbformat.v4.new_code_cell(source, metadata=metadata, outputs=outputs)
+
+
+def test_feedback_hides_hidden_test_code_and_shows_test_errors_as_their_message():
+    error = nbformat.v4.new_output(
+        "error", ename="CheckFailed", evalue="rows must sum to 1", traceback=["/grader/x.py line 3", "check(seed=7)"]
+    )
+    source = "check(seed=1)\n### BEGIN HIDDEN TESTS\ncheck(seed=7)\n### END HIDDEN TESTS"
+    cell = feedback_cell(source, [error])
+    cell, _ = HideHiddenTests().preprocess_cell(cell, {}, 0)
+    cell, _ = FailedTestMessages().preprocess_cell(cell, {}, 0)
+    assert cell.source == f"check(seed=1)\n{HideHiddenTests().placeholder}"
+    assert cell.outputs[0].traceback == ["CheckFailed: rows must sum to 1"]

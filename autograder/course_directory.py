@@ -113,9 +113,10 @@ class CourseDirectory:
         pairs = self.submissions() if pairs is None else pairs
         return grading.autograde(self.root, pairs, limits or grading.Limits(), progress)
 
-    def generate_feedback(self, assignment: str) -> None:
-        """Write nbgrader's feedback HTML for every autograded student."""
-        nbgrader("generate_feedback", assignment, "--force", cwd=self.root)
+    def generate_feedback(self, assignment: str, show_hidden_tests: bool = False) -> None:
+        """Write nbgrader's feedback HTML for every autograded student; hidden tests' code only if asked."""
+        shown = ["--HideHiddenTests.enabled=False"] if show_hidden_tests else []
+        nbgrader("generate_feedback", assignment, "--force", *shown, cwd=self.root)
 
     def feedback_files(self, assignment: str) -> list[Path]:
         """The feedback HTML written so far: feedback/<student>/<assignment>/<notebook>.html."""

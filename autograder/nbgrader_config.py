@@ -4,11 +4,16 @@ Every nbgrader command of the course reads it (`--config autograder/nbgrader_con
 or class course directory loads it too and then points the directories at its own folders.
 """
 
+import sys
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # nbgrader imports the course's preprocessors (autograder.feedback) by name
+    sys.path.insert(0, str(REPO))
 
 c = get_config()  # noqa: F821 (provided by nbgrader when it reads this file)
 
-c.CourseDirectory.root = str(Path(__file__).resolve().parent.parent)
+c.CourseDirectory.root = str(REPO)
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "notebooks"
 
@@ -19,3 +24,11 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 # A cell that runs longer than this fails instead of stalling a whole grading run. (The course's own
 # grading commands pass their --cell-timeout, 120 s by default, to nbgrader and to the sealed run alike.)
 c.ExecutePreprocessor.timeout = 120
+
+# Feedback shows no hidden test's code, and each failed test as its message (autograder/feedback.py).
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "autograder.feedback.HideHiddenTests",
+    "autograder.feedback.FailedTestMessages",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]

@@ -1,0 +1,50 @@
+"""nbgrader preprocessors for the feedback students receive, one step each. The course's nbgrader_config.py adds
+them to nbgrader's GenerateFeedback, so feedback made by ``class feedback``, by ``nbgrader generate_feedback`` run
+by hand and by the formgrader alike shows:
+
+- no code of hidden tests (nbgrader shows it by default: its issues #917 and #1363); visible tests stay visible;
+- each failed test as its message in full, not a traceback through the grading machine's files.
+
+An instructor who wants hidden test code in the feedback turns the first off: ``--HideHiddenTests.enabled=False``
+(``class feedback --show-hidden-tests``).
+"""
+
+from nbformat.notebooknode import NotebookNode
+from nbgrader import utils
+from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
+from traitlets import Unicode
+
+
+class HideHiddenTests(ClearHiddenTests):
+    """Replace each hidden-test region of a graded cell with one comment line that says code was left out."""
+
+    placeholder = Unicode(
+        "# Hidden tests: they ran, but their code is not shown.",
+        help="The line that stands where a hidden-test region was",
+    ).tag(config=True)
+
+    def _remove_hidden_test_region(self, cell: NotebookNode) -> bool:
+        kept, hidden = [], False
+        lines = cell.source.split("\n")
+        for line in lines:
+            if self.begin_test_delimeter in line:
+                hidden = True
+                kept.append(line[: len(line) - len(line.lstrip())] + self.placeholder)
+            elif self.end_test_delimeter in line:
+                hidden = False
+            elif not hidden:
+                kept.append(line)
+        cell.source = "\n".join(kept)
+        return kept != lines
+
+
+class FailedTestMessages(NbGraderPreprocessor):
+    """In graded test cells, show each error as its type and message alone: the check's message names the mistake,
+    and the traceback would show the grading machine's paths and the test code that raised."""
+
+    def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int) -> tuple[NotebookNode, dict]:
+        if utils.is_grade(cell) and not utils.is_solution(cell):
+            for output in cell.get("outputs", []):
+                if output.output_type == "error":
+                    output.traceback = [f"{output.ename}: {output.evalue}"]
+        return cell, resources

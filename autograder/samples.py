@@ -4,6 +4,10 @@ with faults: the demo grades them, and the tests hold the autograder to what eac
 All are submissions of one assignment (the course's first, so that they are quick to grade). Each tampering
 sample leaves the first exercise unanswered and answers the others correctly, so any points the tampering won
 for the first exercise would show; a change to what the checks rely on voids every test after it.
+
+The hostile samples attack the machine rather than the checks: they look for the class folder, the solutions,
+the gradebook and the network, and try to outlive their job or exhaust it. They are graded only in the grading
+sandbox (autograder/sandbox.py): without it they would do what they try.
 """
 
 import ast
@@ -45,6 +49,72 @@ EXIT_KERNEL = "import os\n\nos._exit(1)\n"
 SEGFAULT = "import ctypes\n\nctypes.string_at(0)\n"
 HOARD = "hoard = [torch.ones(2**28) for _ in range(64)]  # 64 GiB, 1 GiB at a time"
 LOOP = "while True:\n    pass\n"
+
+# Attacks on the machine, each as a student would write it. The route to the class folder that worked before
+# grading was sandboxed: the scratch nbgrader_config.py above the kernel's folder names the class's config.
+FIND_CLASS_FOLDER = r"""import re
+from pathlib import Path
+
+here = Path.cwd()
+configs = [folder / "nbgrader_config.py" for folder in (here, *here.parents)]
+configs = [config for config in configs if config.exists()]
+class_folder = Path(re.findall(r"load_subconfig\(['\"](.*?)['\"]\)", configs[0].read_text())[0]).parent
+"""
+READ_CLASS = (
+    FIND_CLASS_FOLDER
+    + """
+print((class_folder / "gradebook.db").read_bytes()[:2000])
+for notebook in sorted((class_folder / "source").rglob("*.ipynb")):
+    print(notebook.read_text())
+"""
+)
+VANDALISE_CLASS = (
+    FIND_CLASS_FOLDER
+    + """
+import shutil
+
+for folder in (class_folder / "submitted").iterdir():
+    shutil.rmtree(folder)
+for notebook in (class_folder / "source").rglob("*.ipynb"):
+    notebook.write_text(notebook.read_text().replace("check_", "print_"))
+(class_folder / "gradebook.db").write_bytes(b"")
+"""
+)
+READ_SOLUTIONS = """from pathlib import Path
+
+import transformer_course
+
+repository = Path(transformer_course.__file__).resolve().parents[2]
+first = sorted((repository / "solutions").iterdir())[0]
+for notebook in first.glob("*.ipynb"):
+    print(notebook.read_text())
+"""
+DAEMON_MARKER = "sample-daemon-edits-gradebooks"  # the tests look for a process with this in its command line
+LATER = """import pathlib, time
+time.sleep(5)  # until the kernel has ended
+for _ in range(120):
+    for gradebook in pathlib.Path("/tmp").glob("**/gradebook.db"):
+        gradebook.write_bytes(b"")
+    time.sleep(1)
+"""
+DAEMON = f"""import subprocess
+import sys
+
+subprocess.Popen([sys.executable, "-c", {LATER!r}, "{DAEMON_MARKER}"], start_new_session=True)
+"""
+NETWORK = """import socket
+
+with socket.create_connection(("127.0.0.1", {port}), timeout=5) as connection:
+    connection.sendall(b"answers, please")
+"""
+FORK_BOMB = "import os\n\nwhile True:\n    os.fork()\n"
+FILL_DISK = """from pathlib import Path
+
+block = b"x" * 2**20
+with open(Path.home() / "filler", "wb") as filler:
+    while True:
+        filler.write(block)
+"""
 
 
 @dataclass(frozen=True)
@@ -88,6 +158,12 @@ class Assignment:
         first = self.answers[0]
         return self.notebook_with(**{first: "\n\n".join(filter(None, [self.stub(first), added_code]))})
 
+    def last_unanswered(self, added_code: str) -> nbformat.NotebookNode:
+        """Solved but for the last exercise, whose cell keeps its stub followed by ``added_code``: for code that
+        exhausts its job, so that only the test after it is left to suffer."""
+        last = self.answers[-1]
+        return self.notebook_with(**{last: "\n\n".join([self.stub(last), added_code])})
+
     def stub_doing(self, answer: str, code: str) -> str:
         """The stub of ``answer`` with ``code`` where it raises NotImplementedError."""
         return UNIMPLEMENTED.sub(lambda match: indented(code, match["indent"]), self.stub(answer), count=1)
@@ -103,10 +179,14 @@ def indented(code: str, indent: str) -> str:
     return "\n".join(indent + line if line else line for line in code.splitlines())
 
 
-def samples(assignment: str, released: dict[str, nbformat.NotebookNode]) -> list[Sample]:
-    """Every sample submission of ``assignment``, as its released notebooks stand."""
+def samples(
+    assignment: str, released: dict[str, nbformat.NotebookNode], sandboxed: bool = True, listening_port: int = 9
+) -> list[Sample]:
+    """Every sample submission of ``assignment``, as its released notebooks stand; the hostile ones only when they
+    will be graded in the sandbox. The network sample connects to ``listening_port`` on the loopback interface."""
     course = Assignment.of(assignment, released)
-    return honest(course) + tampering_with_cells(course) + tampering_in_the_kernel(course) + faults(course)
+    found = honest(course) + tampering_with_cells(course) + tampering_in_the_kernel(course) + faults(course)
+    return found + (hostile(course, listening_port) if sandboxed else [])
 
 
 def sample(course: Assignment, student: str, what: str, earns, reported: str, notebook=None, files=None) -> Sample:
@@ -306,5 +386,71 @@ def faults(course: Assignment) -> list[Sample]:
             "extra file torch.py",
             course.notebook_with(),
             files={"torch.py": 'raise ImportError("not PyTorch")\n', "notes.txt": "notes\n"},
+        ),
+    ]
+
+
+def hostile(course: Assignment, listening_port: int) -> list[Sample]:
+    """Attacks on the machine: each earns nothing for the exercise it sits in, and its report names what failed."""
+    all_but_last = course.tests[:-1]
+    return [
+        sample(
+            course,
+            "reads-class",
+            "reads the class's gradebook and source notebooks",
+            all_but_first(course),
+            "IndexError",
+            course.first_unanswered(READ_CLASS),
+        ),
+        sample(
+            course,
+            "vandal",
+            "deletes the other submissions, rewrites the source, empties the gradebook",
+            all_but_first(course),
+            "IndexError",
+            course.first_unanswered(VANDALISE_CLASS),
+        ),
+        sample(
+            course,
+            "reads-solutions",
+            "prints the repository's solution notebooks",
+            all_but_first(course),
+            "No such file or directory",
+            course.first_unanswered(READ_SOLUTIONS),
+        ),
+        sample(
+            course,
+            "daemon",
+            "starts a background process to empty gradebooks after the kernel ends",
+            all_but_first(course),
+            "not implemented yet",
+            course.first_unanswered(DAEMON),
+        ),
+        sample(
+            course,
+            "network",
+            "connects to a server on the grading machine",
+            all_but_first(course),
+            "Connection refused",
+            course.first_unanswered(NETWORK.format(port=listening_port)),
+        ),
+        # Its copies of the kernel hold every place under the process limit until the kernel ends, so the kernel
+        # cannot start a thread again (pyzmq starts one to send a large message): it dies, and nbgrader grades
+        # nothing of the notebook. The sealed run reports the failed fork.
+        sample(
+            course,
+            "fork-bomb",
+            "a fork bomb",
+            [],
+            "Resource temporarily unavailable",
+            course.last_unanswered(FORK_BOMB),
+        ),
+        sample(
+            course,
+            "fills-disk",
+            "writes until its disk is full",
+            all_but_last,
+            "No space left on device",
+            course.last_unanswered(FILL_DISK),
         ),
     ]

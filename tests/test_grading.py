@@ -2,22 +2,30 @@
 parallel path: nbgrader autogrades each (student, assignment) in a worker process, the sealed verification
 checks it again, and the results are written into the class gradebook.
 
-Graded in one batch: for every assignment, the solved student version (full marks), the untouched one (zero) and
-submissions carrying every kept wrong answer (each loses exactly its exercise's points, with the message that
-names the mistake); for the first assignment, every sample submission (autograder/samples.py), honest, tampered
-and faulty, each graded as it expects while nothing else in the batch is affected.
+Graded in one batch, in the grading sandbox: for every assignment, the solved student version (full marks), the
+untouched one (zero) and submissions carrying every kept wrong answer (each loses exactly its exercise's points,
+with the message that names the mistake); for the first assignment, every sample submission
+(autograder/samples.py), honest, tampered, faulty and hostile, each graded as it expects while nothing else in the
+batch is affected: the class folder is intact but for what grading writes, no feedback shows hidden test code or
+solution code, nothing reached the network and nothing outlived its job.
 """
 
+import hashlib
+import html
+import re
+import socket
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 
 import nbformat
+import psutil
 import pytest
 
 from autograder.course_directory import CourseDirectory
 from autograder.grading import Limits, Outcome
 from autograder.pipeline import NOTEBOOKS, SOLUTIONS, assignments, nbgrader, notebook_paths
-from autograder.samples import Sample, reports, samples
+from autograder.samples import DAEMON_MARKER, Sample, reports, samples
 from autograder.submissions import filled_in, points_by_test, solution_code, wrong_answer_submissions
 from autograder.wrong_answers import WrongAnswer, all_wrong_answers
 
@@ -25,7 +33,11 @@ pytestmark = pytest.mark.grading
 
 CELL_TIMEOUT = 60.0  # notebook 08 trains in one cell; the infinite-loop sample costs this twice
 FIRST = assignments()[0]
-SAMPLES = samples(FIRST, {path.name: nbformat.read(path, as_version=4) for path in (NOTEBOOKS / FIRST).glob("*.ipynb")})
+# A server on this machine's loopback that the network sample tries to reach; it must never hear from it.
+LISTENER = socket.create_server(("127.0.0.1", 0))
+RELEASED_FIRST = {path.name: nbformat.read(path, as_version=4) for path in (NOTEBOOKS / FIRST).glob("*.ipynb")}
+SAMPLES = samples(FIRST, RELEASED_FIRST, listening_port=LISTENER.getsockname()[1])
+WRITTEN_BY_GRADING = ("autograded", "feedback", "gradebook.db", "grades.csv")  # the rest of the class stays as it was
 
 
 @dataclass
@@ -34,6 +46,7 @@ class Graded:
     grades: dict[tuple[str, str], dict[str, str]]  # (student, assignment) → exported row
     outcomes: dict[tuple[str, str], Outcome]
     wrong: dict[str, object]  # wrong answer label → the submission that carries it
+    before: dict[str, str]  # the class folder's files, but for what grading writes, before grading: path → hash
 
 
 @pytest.fixture(scope="module")
@@ -50,11 +63,21 @@ def graded(tmp_path_factory) -> Graded:
             wrong |= {answer.label: submission for answer in submission.wrong_answers}
     for sample in SAMPLES:
         course.submit(sample.submission.student, FIRST, sample.submission.notebooks, sample.submission.files)
+    before = class_files(course.root)
     outcomes = course.autograde(limits=Limits(cell_timeout=CELL_TIMEOUT))
     for assignment in assignments():
         course.generate_feedback(assignment)
     grades = {(row["student_id"], row["assignment"]): row for row in course.grades()}
-    return Graded(course, grades, {(o.student, o.assignment): o for o in outcomes}, wrong)
+    return Graded(course, grades, {(o.student, o.assignment): o for o in outcomes}, wrong, before)
+
+
+def class_files(root: Path) -> dict[str, str]:
+    """Every file of the class folder that grading does not write, with a hash of its bytes."""
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and path.relative_to(root).parts[0] not in WRITTEN_BY_GRADING
+    }
 
 
 @pytest.mark.parametrize("assignment", assignments())
@@ -109,6 +132,63 @@ def test_sample_earns_what_it_should_and_the_report_says_what_happened(graded, s
     assert reports(outcome, sample.reported), outcome.messages
     row = graded.grades[sample.submission.student, FIRST]
     assert float(row["score"]) == sum(test.points for test in outcome.tests)  # the gradebook agrees
+
+
+def test_the_class_folder_is_intact_but_for_what_grading_writes(graded):
+    assert class_files(graded.course.root) == graded.before
+
+
+def test_nothing_reached_the_network_and_nothing_outlived_its_job(graded):
+    LISTENER.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        LISTENER.accept()  # no connection is waiting
+    daemons = [
+        process for process in psutil.process_iter(["cmdline"]) if DAEMON_MARKER in (process.info["cmdline"] or [])
+    ]
+    assert daemons == []
+
+
+def feedback_text(path: Path) -> str:
+    """A feedback file's text as a student reads it: tags and syntax highlighting removed."""
+    return html.unescape(re.sub(r"<[^>]+>", "", path.read_text(encoding="utf-8")))
+
+
+def code_lines(source: str) -> set[str]:
+    """The lines of code worth looking for elsewhere: long enough not to occur by chance."""
+    return {
+        line.strip() for line in source.splitlines() if len(line.strip()) >= 16 and not line.strip().startswith("#")
+    }
+
+
+def regions(source: str, begin: str, end: str) -> str:
+    return "\n".join(re.findall(rf"### {begin}\n(.*?)### {end}", source, flags=re.DOTALL))
+
+
+@pytest.mark.parametrize("assignment", assignments())
+def test_no_feedback_shows_hidden_test_code(graded, assignment):
+    source = "\n".join(
+        cell.source for path in (SOLUTIONS / assignment).glob("*.ipynb") for cell in nbformat.read(path, 4).cells
+    )
+    visible = code_lines(re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", source, flags=re.DOTALL))
+    hidden = code_lines(regions(source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")) - visible
+    assert hidden, f"{assignment} has no hidden test line to look for"
+    for path in graded.course.feedback_files(assignment):
+        shown = feedback_text(path)
+        assert [line for line in hidden if line in shown] == [], path
+
+
+def test_no_feedback_of_a_student_who_did_not_write_it_shows_solution_code(graded):
+    released = "\n".join(cell.source for notebook in RELEASED_FIRST.values() for cell in notebook.cells)
+    source = "\n".join(
+        cell.source for path in (SOLUTIONS / FIRST).glob("*.ipynb") for cell in nbformat.read(path, 4).cells
+    )
+    solution = code_lines(regions(source, "BEGIN SOLUTION", "END SOLUTION")) - code_lines(released)
+    assert solution
+    hostile = {sample.submission.student for sample in SAMPLES if "read" in sample.submission.student}
+    for path in graded.course.feedback_files(FIRST):
+        if path.parent.parent.name in hostile | {"untouched"}:
+            shown = feedback_text(path)
+            assert [line for line in solution if line in shown] == [], path
 
 
 def test_a_test_the_sealed_run_overrules_shows_why_in_the_feedback(graded):

@@ -1,11 +1,13 @@
-"""Time the autograder on this machine: N synthetic students × every notebook, graded one at a time and then
-in parallel, each (student, notebook) through nbgrader and the sealed verification.
+"""Time the autograder on this machine: N synthetic students × every notebook, each (student, notebook) through
+nbgrader and the sealed verification; graded one at a time in the sandbox and without it, alternating, then in
+parallel in the sandbox.
 
-    .venv/bin/python benchmarks/grading_times.py [--students N] [--workers W]
+    .venv/bin/python benchmarks/grading_times.py [--students N] [--workers W] [--rounds R]
 
 Each synthetic student hands in every notebook with every exercise solved, so that every cell runs in full.
-Prints seconds per (student, notebook) for each way of grading, where the time goes, and the speed-up of
-parallel over sequential grading. A benchmark, not a test: the figures quoted in README.md come from here.
+Prints seconds per (student, notebook) for each way of grading, the sandbox's cost per job, where the time goes,
+and the speed-up of parallel over sequential grading. A benchmark, not a test: the figures quoted in README.md
+come from here.
 """
 
 import argparse
@@ -23,9 +25,9 @@ from autograder.pipeline import assignments  # noqa: E402
 from autograder.submissions import filled_in, solution_code  # noqa: E402
 
 
-def timed(course: CourseDirectory, workers: int) -> tuple[float, list[Outcome]]:
+def timed(course: CourseDirectory, workers: int, sandbox: bool) -> tuple[float, list[Outcome]]:
     start = time.perf_counter()
-    outcomes = course.autograde(limits=Limits(workers=workers))
+    outcomes = course.autograde(limits=Limits(workers=workers, sandbox=sandbox))
     seconds = time.perf_counter() - start
     assert all(test.points == test.max_points for outcome in outcomes for test in outcome.tests), "not full marks"
     return seconds, outcomes
@@ -35,7 +37,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=2, help="synthetic students (default 2)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="parallel workers (default: CPUs)")
+    parser.add_argument("--rounds", type=int, default=2, help="sequential rounds with and without the sandbox")
     args = parser.parse_args()
+    sandboxed, bare = [], []
     with tempfile.TemporaryDirectory() as scratch:
         course = CourseDirectory.create(Path(scratch) / "class")
         course.release()
@@ -44,13 +48,25 @@ def main() -> None:
             for number in range(args.students):
                 course.submit(f"student-{number:03d}", assignment, solved)
         pairs = args.students * len(assignments())
-        sequential, outcomes = timed(course, workers=1)
-        parallel, _ = timed(course, workers=args.workers)
+        for _ in range(args.rounds):  # alternating, so that a machine getting busier costs both alike
+            seconds, outcomes = timed(course, workers=1, sandbox=True)
+            sandboxed.append(seconds)
+            bare.append(timed(course, workers=1, sandbox=False)[0])
+        parallel, _ = timed(course, workers=args.workers, sandbox=True)
+    sequential, without = statistics.mean(sandboxed), statistics.mean(bare)
     print(f"{args.students} students × {len(assignments())} notebooks = {pairs} (student, notebook) pairs")
-    print(f"sequential (1 worker):   {sequential:7.1f} s, {sequential / pairs:5.1f} s per (student, notebook)")
-    print(f"parallel ({args.workers} workers):   {parallel:7.1f} s, {parallel / pairs:5.1f} s per (student, notebook)")
+    print(
+        f"sequential, sandboxed (1 worker):  {sequential:7.1f} s, {sequential / pairs:5.2f} s per (student, notebook)"
+    )
+    print(f"sequential, no sandbox (1 worker): {without:7.1f} s, {without / pairs:5.2f} s per (student, notebook)")
+    cost = (sequential - without) / pairs
+    print(
+        f"the sandbox's cost: {cost:+.2f} s per (student, notebook), {100 * cost * pairs / without:+.1f}% "
+        f"(rounds: {', '.join(f'{s:.1f}/{b:.1f}' for s, b in zip(sandboxed, bare, strict=True))} s)"
+    )
+    print(f"parallel, sandboxed ({args.workers} workers): {parallel:7.1f} s, {parallel / pairs:5.2f} s per pair")
     print(f"speed-up: {sequential / parallel:.2f}× on {os.cpu_count()} CPUs")
-    print("\nwhere one job's time goes when grading sequentially (mean seconds):")
+    print("\nwhere one job's time goes when grading sequentially in the sandbox (mean seconds, last round):")
     for assignment in assignments():
         jobs = [outcome.seconds for outcome in outcomes if outcome.assignment == assignment]
         nbgrader = statistics.mean(job["nbgrader"] for job in jobs)

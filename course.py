@@ -118,7 +118,7 @@ def ensure_system_packages() -> None:
             flush=True,
         )
         return
-    print(f"\nInstalling Debian's {', '.join(missing)} for the grading sandbox and the browser test.", flush=True)
+    print(f"\nInstalling Debian's {', '.join(missing)}: the checks need them.", flush=True)
     # A fresh machine may have no package lists, or old ones that name versions the mirror no longer has;
     # refreshing them first costs about a second.
     for step in (["update", "-q"], ["install", "-y", "-q", "--no-install-recommends", *missing]):

@@ -63,7 +63,7 @@ class Sandbox:
 
     readable: tuple[str, ...] = ()  # besides the system, Python and the course's package
     shared: tuple[str, ...] = ()  # read-write folders shared with the grader
-    processes: int = 256  # threads count too: a kernel with PyTorch runs about 30
+    processes: int = 256  # threads count too: a kernel that has used PyTorch on 2 threads runs 14
     disk: int = 512 * 2**20  # bytes of the private temporary folder, which lives in memory
 
     def launcher(self, settings: Path) -> list[str]:

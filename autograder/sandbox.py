@@ -74,9 +74,10 @@ class Sandbox:
     def bwrap(self, command: list[str], uid: int | None) -> list[str]:
         """bwrap's command line for ``command``, run as ``uid`` (when root) or as the caller in a user namespace."""
         arguments = [BWRAP, *isolation(uid), *system_mounts()]
+        # The private /tmp first: a course or a job folder that lives under the machine's /tmp is bound onto it.
+        arguments += ["--perms", "1777", "--size", str(self.disk), "--tmpfs", "/tmp", "--perms", "0777", "--dir", WORK]
         readable = [*course_paths(), *self.readable]
         arguments += parent_folders(readable) + [item for path in readable for item in ("--ro-bind", path, path)]
-        arguments += ["--perms", "1777", "--size", str(self.disk), "--tmpfs", "/tmp", "--perms", "0777", "--dir", WORK]
         arguments += parent_folders(self.shared) + [item for path in self.shared for item in ("--bind", path, path)]
         arguments += ["--chdir", WORK, "--clearenv", *environment()]
         return [*arguments, "--", *drop_privileges(uid), "prlimit", f"--nproc={self.processes}", "--", *command]

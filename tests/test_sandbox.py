@@ -45,6 +45,13 @@ def test_nothing_outside_the_sandbox_can_be_seen(tmp_path):
     assert set(eval(in_repository)) <= {".venv", "src", "data"}  # the environment and the package's folders alone
 
 
+def test_what_it_may_read_is_there_even_under_the_machine_s_tmp(tmp_path):
+    shown = tmp_path / "shown.txt"  # pytest's folders, like a fresh clone in CI, may live under /tmp
+    shown.write_text("visible")
+    result = run_inside(tmp_path, f"print(open({str(shown)!r}).read())", Sandbox(readable=(str(shown),)))
+    assert result.stdout.strip() == "visible", result.stderr
+
+
 def test_the_environment_is_read_only_and_the_grader_s_variables_stay_out(tmp_path, monkeypatch):
     monkeypatch.setenv("INSTRUCTOR_TOKEN", "secret")
     code = """

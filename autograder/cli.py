@@ -4,7 +4,7 @@
     python3.11 course.py class new DIR                  create a class folder (nbgrader course directory)
     python3.11 course.py class generate [ASSIGNMENT ...]   write the student versions into release/
     python3.11 course.py class collect ASSIGNMENT SOURCE ...   collect submissions (LMS zip files or folders)
-    python3.11 course.py class autograde [ASSIGNMENT ...]  autograde and verify every submission, in parallel
+    python3.11 course.py class autograde [ASSIGNMENT ...]  autograde and verify new or changed submissions
     python3.11 course.py class feedback [ASSIGNMENT ...]   write feedback HTML into feedback/
     python3.11 course.py class export [--to FILE]          export the grades to CSV
     python3.11 course.py class demo                        the whole loop on sample submissions, in a temp folder
@@ -69,6 +69,7 @@ def parser() -> argparse.ArgumentParser:
         add_course(sub)
         if name == "autograde":
             sub.add_argument("--student", action="append", help="grade only this student (repeatable)")
+            sub.add_argument("--all", action="store_true", help="grade every submission again, changed or not")
             add_limits(sub)
             add_sandbox_choice(sub)
         if name == "feedback":
@@ -209,6 +210,14 @@ def autograde(args: argparse.Namespace) -> int:
         print("No submissions to grade in submitted/.")
         return 2
     chosen = limits(args, sandbox=class_sandbox(args))
+    if not args.all:
+        changed = class_folder.changed(pairs, chosen)
+        if unchanged := len(pairs) - len(changed):
+            print(f"{unchanged} submission(s) unchanged since they were graded: skipped (--all grades them again).")
+        if not changed:
+            print("Nothing new to grade.")
+            return 0
+        pairs = changed
     outcomes = graded_with_progress(class_folder, pairs, chosen)
     print("\n" + "\n\n".join(outcome_report(outcome) for outcome in outcomes))
     print("\n" + class_summary(outcomes))

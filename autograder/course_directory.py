@@ -2,6 +2,8 @@
 release the assignments, collect submissions, autograde, give feedback, export the grades."""
 
 import csv
+import hashlib
+import json
 import re
 import shutil
 from collections.abc import Callable
@@ -22,6 +24,8 @@ c.CourseDirectory.root = {root!r}
 c.CourseDirectory.source_directory = "source"
 c.CourseDirectory.release_directory = "release"
 """
+# What each submission was last graded from, so that grading again grades only what is new or changed.
+LEDGER = "graded.json"
 
 
 @dataclass(frozen=True)
@@ -109,9 +113,36 @@ class CourseDirectory:
         limits: grading.Limits | None = None,
         progress: Callable[[grading.Outcome], None] = lambda outcome: None,
     ) -> list[grading.Outcome]:
-        """Autograde and verify the given (student, assignment) pairs, or every submission, in parallel."""
+        """Autograde and verify the given (student, assignment) pairs, or every submission, in parallel; remember
+        what each graded submission was graded from."""
         pairs = self.submissions() if pairs is None else pairs
-        return grading.autograde(self.root, pairs, limits or grading.Limits(), progress)
+        limits = limits or grading.Limits()
+        fingerprints = {pair: self.fingerprint(*pair, limits) for pair in pairs}
+        outcomes = grading.autograde(self.root, pairs, limits, progress)
+        ledger = self.ledger()
+        for outcome in outcomes:
+            if not any(note.startswith("not graded") for note in outcome.notes):
+                ledger[f"{outcome.student}/{outcome.assignment}"] = fingerprints[outcome.student, outcome.assignment]
+        (self.root / LEDGER).write_text(json.dumps(ledger, indent=1, sort_keys=True), encoding="utf-8")
+        return outcomes
+
+    def changed(self, pairs: list[tuple[str, str]], limits: grading.Limits) -> list[tuple[str, str]]:
+        """The pairs not graded yet, or graded from other files or limits than they have now."""
+        ledger = self.ledger()
+        return [pair for pair in pairs if ledger.get("/".join(pair)) != self.fingerprint(*pair, limits)]
+
+    def ledger(self) -> dict[str, str]:
+        path = self.root / LEDGER
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+    def fingerprint(self, student: str, assignment: str, limits: grading.Limits) -> str:
+        """What a grade depends on: the submission's files, the assignment's source notebooks and the limits.
+        (Not the course's checks: after updating the course, grade everything again with --all.)"""
+        digest = hashlib.sha256(repr((limits.cell_timeout, limits.memory, limits.sandbox)).encode())
+        for folder in (self.root / "submitted" / student / assignment, self.root / "source" / assignment):
+            for path in sorted(path for path in folder.rglob("*") if path.is_file()):
+                digest.update(f"{path.relative_to(folder)}\0{path.stat().st_size}\0".encode() + path.read_bytes())
+        return digest.hexdigest()
 
     def generate_feedback(self, assignment: str, show_hidden_tests: bool = False) -> None:
         """Write nbgrader's feedback HTML for every autograded student; hidden tests' code only if asked."""

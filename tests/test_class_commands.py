@@ -60,3 +60,24 @@ def test_a_learner_grades_a_notebook_without_changing_it(tmp_path, capsys):
     assert all(re.search(rf"{test.removeprefix('test_')}\s+(\d+) / \1\s+✔", report) for test in course.tests[1:]), (
         report
     )
+
+
+def test_class_autograde_grades_only_new_or_changed_submissions(tmp_path, capsys):
+    course = CourseDirectory.create(tmp_path / "class")
+    course.release([FIRST])
+    released = course.released(FIRST)
+    course.submit("alice", FIRST, released)
+    command = ["class", "autograde", "--course", str(course.root), "--cell-timeout", "60", "--workers", "1"]
+
+    def graded() -> list[str]:
+        assert cli.main(command) == 0
+        return re.findall(r"\] (\S+) · ", capsys.readouterr().out)
+
+    assert graded() == ["alice"]
+    course.submit("bob", FIRST, released)
+    assert graded() == ["bob"]  # alice's submission has not changed since she was graded
+    solved = Assignment.of(FIRST, released).notebook_with()
+    course.submit("alice", FIRST, {NOTEBOOK: solved})
+    assert graded() == ["alice"]  # she handed in again
+    assert cli.main(command) == 0
+    assert "Nothing new to grade." in capsys.readouterr().out

@@ -22,7 +22,7 @@ import nbformat
 import psutil
 import pytest
 
-from autograder.course_directory import CourseDirectory
+from autograder.course_directory import LEDGER, CourseDirectory
 from autograder.grading import Limits, Outcome
 from autograder.pipeline import NOTEBOOKS, SOLUTIONS, assignments, nbgrader, notebook_paths
 from autograder.samples import DAEMON_MARKER, Sample, reports, samples
@@ -37,7 +37,8 @@ FIRST = assignments()[0]
 LISTENER = socket.create_server(("127.0.0.1", 0))
 RELEASED_FIRST = {path.name: nbformat.read(path, as_version=4) for path in (NOTEBOOKS / FIRST).glob("*.ipynb")}
 SAMPLES = samples(FIRST, RELEASED_FIRST, listening_port=LISTENER.getsockname()[1])
-WRITTEN_BY_GRADING = ("autograded", "feedback", "gradebook.db", "grades.csv")  # the rest of the class stays as it was
+# The rest of the class folder stays as it was.
+WRITTEN_BY_GRADING = ("autograded", "feedback", "gradebook.db", "grades.csv", LEDGER)
 
 
 @dataclass

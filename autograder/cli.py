@@ -223,7 +223,9 @@ def autograde(args: argparse.Namespace) -> int:
     print("\n" + class_summary(outcomes))
     if not chosen.sandbox:
         print(NO_SANDBOX)
-    return 1 if any(note.startswith("not graded") for outcome in outcomes for note in outcome.notes) else 0
+    if ungraded := [outcome for outcome in outcomes if not outcome.graded]:
+        print(f"{len(ungraded)} submission(s) could not be graded; their reports say why.")
+    return 1 if ungraded else 0
 
 
 def graded_with_progress(class_folder: CourseDirectory, pairs: list[tuple], chosen: Limits) -> list[Outcome]:
@@ -246,9 +248,9 @@ def graded_with_progress(class_folder: CourseDirectory, pairs: list[tuple], chos
 def feedback(args: argparse.Namespace) -> int:
     class_folder = course(args)
     for assignment in args.assignments or class_folder.assignments():
-        if any(True for _ in (class_folder.root / "autograded").glob(f"*/{assignment}")):
-            class_folder.generate_feedback(assignment, show_hidden_tests=args.show_hidden_tests)
-    print(f"Feedback written to {class_folder.root / 'feedback'}/<student>/<assignment>/.")
+        for path in class_folder.generate_feedback(assignment, show_hidden_tests=args.show_hidden_tests):
+            print(f"{path.parent.parent.name} · {assignment} was not graded; {path.name} says why.")
+    print(f"Feedback written to {class_folder.root / 'feedback'}/<student>/<assignment>/, each beside its report.txt.")
     return 0
 
 

@@ -3,6 +3,7 @@ release the assignments, collect submissions, autograde, give feedback, export t
 
 import csv
 import hashlib
+import html
 import json
 import re
 import shutil
@@ -14,6 +15,7 @@ import nbformat
 
 from autograder import grading
 from autograder.pipeline import AUTOGRADER, SOLUTIONS, nbgrader
+from autograder.report import outcome_report
 
 CONFIG = """\
 # nbgrader configuration of a class taught with the transformer course.
@@ -26,6 +28,8 @@ c.CourseDirectory.release_directory = "release"
 """
 # What each submission was last graded from, so that grading again grades only what is new or changed.
 LEDGER = "graded.json"
+REPORTS = "reports"  # reports/<student>/<assignment>/report.txt: the last grading's report, as autograde printed it
+NOT_GRADED_FEEDBACK = "not-graded.html"  # the feedback of a submission nbgrader did not grade: its report
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,10 @@ class CourseDirectory:
         outcomes = grading.autograde(self.root, pairs, limits, progress)
         ledger = self.ledger()
         for outcome in outcomes:
-            if not any(note.startswith("not graded") for note in outcome.notes):
+            report = self.root / REPORTS / outcome.student / outcome.assignment / "report.txt"
+            report.parent.mkdir(parents=True, exist_ok=True)
+            report.write_text(outcome_report(outcome) + "\n", encoding="utf-8")
+            if outcome.graded:  # one that could not be graded is tried again next time
                 ledger[f"{outcome.student}/{outcome.assignment}"] = fingerprints[outcome.student, outcome.assignment]
         (self.root / LEDGER).write_text(json.dumps(ledger, indent=1, sort_keys=True), encoding="utf-8")
         return outcomes
@@ -144,10 +151,26 @@ class CourseDirectory:
                 digest.update(f"{path.relative_to(folder)}\0{path.stat().st_size}\0".encode() + path.read_bytes())
         return digest.hexdigest()
 
-    def generate_feedback(self, assignment: str, show_hidden_tests: bool = False) -> None:
-        """Write nbgrader's feedback HTML for every autograded student; hidden tests' code only if asked."""
-        shown = ["--HideHiddenTests.enabled=False"] if show_hidden_tests else []
-        nbgrader("generate_feedback", assignment, "--force", *shown, cwd=self.root)
+    def generate_feedback(self, assignment: str, show_hidden_tests: bool = False) -> list[Path]:
+        """Write nbgrader's feedback HTML for every autograded student (hidden tests' code only if asked), each
+        beside its report; a student whose submission could not be graded gets a page with the report. Returns
+        those pages."""
+        if any(True for _ in (self.root / "autograded").glob(f"*/{assignment}/*.ipynb")):
+            shown = ["--HideHiddenTests.enabled=False"] if show_hidden_tests else []
+            nbgrader("generate_feedback", assignment, "--force", *shown, cwd=self.root)
+        ungraded = []
+        for report in sorted((self.root / REPORTS).glob(f"*/{assignment}/report.txt")):
+            feedback = self.root / "feedback" / report.parent.parent.name / assignment
+            feedback.mkdir(parents=True, exist_ok=True)
+            shutil.copy(report, feedback / "report.txt")
+            page = feedback / NOT_GRADED_FEEDBACK
+            if any(path != page for path in feedback.glob("*.html")):
+                page.unlink(missing_ok=True)  # graded since
+                continue
+            text = html.escape(report.read_text(encoding="utf-8"))
+            page.write_text(f"<!DOCTYPE html>\n<title>{assignment}</title>\n<pre>{text}</pre>\n", encoding="utf-8")
+            ungraded.append(page)
+        return ungraded
 
     def feedback_files(self, assignment: str) -> list[Path]:
         """The feedback HTML written so far: feedback/<student>/<assignment>/<notebook>.html."""

@@ -3,12 +3,14 @@ them to nbgrader's GenerateFeedback, so feedback made by ``class feedback``, by 
 by hand and by the formgrader alike shows:
 
 - no code of hidden tests (nbgrader shows it by default: its issues #917 and #1363); visible tests stay visible;
-- each failed test as its message in full, not a traceback through the grading machine's files.
+- each failed test as its message in full, not a traceback through the grading machine's files;
+- those messages first, at the top of the page, so that a student sees what to fix before scrolling.
 
 An instructor who wants hidden test code in the feedback turns the first off: ``--HideHiddenTests.enabled=False``
 (``class feedback --show-hidden-tests``).
 """
 
+import nbformat
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
@@ -48,3 +50,22 @@ class FailedTestMessages(NbGraderPreprocessor):
                 if output.output_type == "error":
                     output.traceback = [f"{output.ename}: {output.evalue}"]
         return cell, resources
+
+
+class FailuresFirst(NbGraderPreprocessor):
+    """Put a cell at the top that lists every failed test with its message, in the notebook's order."""
+
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        failures = [
+            (cell.metadata.get("nbgrader", {}).get("grade_id", "a test"), output)
+            for cell in nb.cells
+            if utils.is_grade(cell) and not utils.is_solution(cell)
+            for output in cell.get("outputs", [])
+            if output.output_type == "error"
+        ]
+        if failures:
+            listed = "\n\n".join(
+                f"**{name}**\n\n```text\n{error.ename}: {error.evalue}\n```" for name, error in failures
+            )
+            nb.cells.insert(0, nbformat.v4.new_markdown_cell(f"## What to fix\n\n{listed}"))
+        return nb, resources

@@ -143,6 +143,14 @@ class Outcome:
     notes: list[str] = field(default_factory=list)  # about the submission as a whole: extra or misnamed files
     scratch: Path | None = None  # where nbgrader graded it; removed once merged
     seconds: dict[str, float] = field(default_factory=dict)  # time spent: nbgrader, then verification
+    failure: str | None = None  # why the autograder could not grade it at all
+
+    @property
+    def graded(self) -> bool:
+        """Whether every notebook handed in was graded; if not, its points await the instructor (manual grading)."""
+        return self.failure is None and all(
+            notebook.graded_by_nbgrader for notebook in self.notebooks if notebook.submitted
+        )
 
     @property
     def tests(self) -> list[TestResult]:
@@ -193,7 +201,7 @@ def run_jobs(jobs: list[Job], limits: Limits, progress) -> tuple[list[Outcome], 
 
 
 def failed(job: Job, reason: str) -> Outcome:
-    return Outcome(job.student, job.assignment, notes=[f"not graded: {reason}"])
+    return Outcome(job.student, job.assignment, notes=[f"not graded: {reason}"], failure=reason)
 
 
 def prepare_worker(memory: int, threads: int) -> None:

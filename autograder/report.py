@@ -54,8 +54,8 @@ def class_summary(outcomes: list[Outcome]) -> str:
         possible = sum(notebook.max_points for notebook in outcome.notebooks)
         overruled = sum(test.overruled for notebook in outcome.notebooks for test in notebook.tests)
         remark = f"  ({overruled} passed in the kernel, failed sealed)" if overruled else ""
-        if any(note.startswith("not graded") for note in outcome.notes):
-            remark = "  (not graded: see its report)"
+        if not outcome.graded:
+            remark = "  (COULD NOT BE GRADED: see its report)"
         lines.append(
             f"{outcome.student:<{width}}  {outcome.assignment:<32} {points(earned)} / {points(possible)}{remark}"
         )

@@ -22,9 +22,10 @@ import nbformat
 import psutil
 import pytest
 
-from autograder.course_directory import LEDGER, CourseDirectory
+from autograder.course_directory import LEDGER, NOT_GRADED_FEEDBACK, REPORTS, CourseDirectory
 from autograder.grading import Limits, Outcome
 from autograder.pipeline import NOTEBOOKS, SOLUTIONS, assignments, nbgrader, notebook_paths
+from autograder.report import class_summary
 from autograder.samples import DAEMON_MARKER, Sample, reports, samples
 from autograder.submissions import filled_in, points_by_test, solution_code, wrong_answer_submissions
 from autograder.wrong_answers import WrongAnswer, all_wrong_answers
@@ -38,7 +39,7 @@ LISTENER = socket.create_server(("127.0.0.1", 0))
 RELEASED_FIRST = {path.name: nbformat.read(path, as_version=4) for path in (NOTEBOOKS / FIRST).glob("*.ipynb")}
 SAMPLES = samples(FIRST, RELEASED_FIRST, listening_port=LISTENER.getsockname()[1])
 # The rest of the class folder stays as it was.
-WRITTEN_BY_GRADING = ("autograded", "feedback", "gradebook.db", "grades.csv", LEDGER)
+WRITTEN_BY_GRADING = ("autograded", "feedback", "gradebook.db", "grades.csv", LEDGER, REPORTS)
 
 
 @dataclass
@@ -92,9 +93,16 @@ def test_solutions_get_full_marks_and_nothing_to_report(graded, assignment):
 @pytest.mark.parametrize("assignment", assignments())
 def test_every_student_gets_feedback_with_the_exported_score(graded, assignment):
     files = graded.course.feedback_files(assignment)
-    feedback = {path.parent.parent.name: path.read_text(encoding="utf-8") for path in files}
+    feedback = {
+        path.parent.parent.name: path.read_text(encoding="utf-8") for path in files if path.name != NOT_GRADED_FEEDBACK
+    }
     autograded = {path.name for path in (graded.course.root / "autograded").iterdir() if (path / assignment).is_dir()}
     assert set(feedback) == autograded
+    # The others get a page with their report, which says why nbgrader did not grade them; everyone's report
+    # lies beside their feedback.
+    students = {student for student, graded_assignment in graded.outcomes if graded_assignment == assignment}
+    assert {path.parent.parent.name for path in files if path.name == NOT_GRADED_FEEDBACK} == students - autograded
+    assert all((path.parent / "report.txt").exists() for path in files)
     for student in autograded:
         row = graded.grades[student, assignment]
         total = f"Score: {float(row['score']):.1f} / {float(row['max_score']):.1f}"
@@ -235,3 +243,11 @@ def test_nbgrader_validate_invert_finds_every_test_failing_on_student_versions()
     result = nbgrader("validate", "--invert", *map(str, notebook_paths(NOTEBOOKS)))
     assert "PASSED" not in result.stdout, result.stdout
     assert result.stdout.count("Success!") == len(notebook_paths(NOTEBOOKS)), result.stdout
+
+
+def test_a_submission_nbgrader_could_not_grade_is_named_and_its_student_told_why(graded):
+    outcome = graded.outcomes["sample-malformed", FIRST]
+    assert not outcome.graded
+    assert "COULD NOT BE GRADED" in class_summary([outcome])
+    page = graded.course.root / "feedback" / "sample-malformed" / FIRST / NOT_GRADED_FEEDBACK
+    assert "could not be read as a notebook" in page.read_text(encoding="utf-8")

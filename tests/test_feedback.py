@@ -1,0 +1,34 @@
+"""The steps the course adds to nbgrader's feedback (autograder/feedback.py), on one graded test cell."""
+
+import nbformat
+
+from autograder.feedback import FailedTestMessages, FailuresFirst, HideHiddenTests
+
+
+def feedback_cell(source: str, outputs: list) -> nbformat.NotebookNode:
+    metadata = {"nbgrader": {"grade": True, "solution": False, "grade_id": "test_x", "points": 1}}
+    return nbformat.v4.new_code_cell(source, metadata=metadata, outputs=outputs)
+
+
+def test_feedback_hides_hidden_test_code_and_shows_test_errors_as_their_message():
+    error = nbformat.v4.new_output(
+        "error", ename="CheckFailed", evalue="rows must sum to 1", traceback=["/grader/x.py line 3", "check(seed=7)"]
+    )
+    source = "check(seed=1)\n### BEGIN HIDDEN TESTS\ncheck(seed=7)\n### END HIDDEN TESTS"
+    cell = feedback_cell(source, [error])
+    cell, _ = HideHiddenTests().preprocess_cell(cell, {}, 0)
+    cell, _ = FailedTestMessages().preprocess_cell(cell, {}, 0)
+    assert cell.source == f"check(seed=1)\n{HideHiddenTests().placeholder}"
+    assert cell.outputs[0].traceback == ["CheckFailed: rows must sum to 1"]
+
+
+def test_feedback_lists_the_failed_tests_first():
+    error = nbformat.v4.new_output("error", ename="CheckFailed", evalue="rows must sum to 1", traceback=[])
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("# Notebook"), feedback_cell("check()", [error])]
+    )
+    notebook, _ = FailuresFirst().preprocess(notebook, {})
+    assert notebook.cells[0].cell_type == "markdown"
+    assert "**test_x**" in notebook.cells[0].source and "CheckFailed: rows must sum to 1" in notebook.cells[0].source
+    passed = nbformat.v4.new_notebook(cells=[feedback_cell("check()", [])])
+    assert len(FailuresFirst().preprocess(passed, {})[0].cells) == 1  # nothing failed: nothing added

@@ -198,8 +198,11 @@ def generate(args: argparse.Namespace) -> int:
 
 
 def collect_submissions(args: argparse.Namespace) -> int:
-    students = course(args).collect(args.assignment, [path.resolve() for path in args.sources], args.regexp)
+    collected = course(args).collect(args.assignment, [path.resolve() for path in args.sources], args.regexp)
+    students = collected.students
     print(f"{args.assignment}: submissions of {len(students)} student(s) in submitted/: {', '.join(students)}")
+    for name, reason in collected.left_out.items():
+        print(f"!! not collected: {name}: {reason}")
     return 0
 
 

@@ -7,8 +7,9 @@ import html
 import json
 import re
 import shutil
+from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -30,6 +31,14 @@ c.CourseDirectory.release_directory = "release"
 LEDGER = "graded.json"
 REPORTS = "reports"  # reports/<student>/<assignment>/report.txt: the last grading's report, as autograde printed it
 NOT_GRADED_FEEDBACK = "not-graded.html"  # the feedback of a submission nbgrader did not grade: its report
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What a collect did with every file of the download."""
+
+    students: list[str]  # whose submissions are in submitted/ now
+    left_out: dict[str, str] = field(default_factory=dict)  # a file of the download, as extracted → why not collected
 
 
 @dataclass(frozen=True)
@@ -94,10 +103,15 @@ class CourseDirectory:
             and (not students or folder.parent.name in students)
         )
 
-    def collect(self, assignment: str, sources: list[Path], regexp: str | None = None) -> list[str]:
+    def collect(self, assignment: str, sources: list[Path], regexp: str | None = None) -> Collected:
         """Collect submissions with nbgrader's zip_collect from LMS downloads (zip files) or folders, into
-        submitted/; return the students collected. By default a student is the folder holding the notebook,
-        or the start of the file's name up to the first underscore (<student>_..._<notebook>.ipynb)."""
+        submitted/, and account for every file of the download. By default a student is the folder holding the
+        notebook, or the start of the file's name up to the first underscore (<student>_..._<notebook>.ipynb).
+        An assignment this class has not released is refused before anything is written."""
+        released = list(self.released(assignment)) if assignment in self.assignments() else []
+        if not released:
+            known = ", ".join(self.assignments())
+            raise ValueError(f"{assignment!r} is not a released assignment of this class (its assignments: {known})")
         archive = self.root / "downloaded" / assignment / "archive"
         shutil.rmtree(archive, ignore_errors=True)  # this download replaces the last one
         archive.mkdir(parents=True)
@@ -105,11 +119,50 @@ class CourseDirectory:
             for item in source.iterdir() if source.is_dir() else [source]:
                 copy = shutil.copytree if item.is_dir() else shutil.copy
                 copy(item, archive / item.name)
-        regexp = regexp or submission_pattern(list(self.released(assignment)))
-        nbgrader(
-            "zip_collect", assignment, "--force", f"--FileNameCollectorPlugin.named_regexp={regexp}", cwd=self.root
+        regexp = regexp or submission_pattern(released)
+        try:
+            nbgrader(
+                "zip_collect", assignment, "--force", f"--FileNameCollectorPlugin.named_regexp={regexp}", cwd=self.root
+            )
+        except RuntimeError as error:
+            if clashes := self.clashes(assignment, regexp):
+                raise ValueError(clashes) from error
+            raise
+        students = sorted({student for student, _ in self.submissions([assignment])})
+        return Collected(students, self.left_out(assignment, regexp, released))
+
+    def downloaded(self, assignment: str, regexp: str) -> dict[str, re.Match | None]:
+        """Every file of the last download, as nbgrader extracted it, with how the pattern reads its name."""
+        extracted = self.root / "downloaded" / assignment / "extracted"
+        files = sorted(path for path in extracted.rglob("*") if path.is_file())
+        return {str(path.relative_to(extracted)): re.match(regexp, str(path)) for path in files}
+
+    def left_out(self, assignment: str, regexp: str, released: list[str]) -> dict[str, str]:
+        reasons = {}
+        for name, match in self.downloaded(assignment, regexp).items():
+            if match is None:
+                reasons[name] = f"its name matches no notebook of this assignment ({', '.join(released)})"
+            elif not (
+                self.root / "submitted" / match["student_id"] / assignment / f"{match['file_id']}.ipynb"
+            ).exists():
+                reasons[name] = f"read as {match['student_id']}'s {match['file_id']}, but nbgrader did not collect it"
+        return reasons
+
+    def clashes(self, assignment: str, regexp: str) -> str:
+        """Files the pattern reads as the same student's same notebook (nbgrader stops on them), named."""
+        by_student = defaultdict(list)
+        for name, match in self.downloaded(assignment, regexp).items():
+            if match is not None:
+                by_student[match["student_id"], match["file_id"]].append(name)
+        clashing = [f"{student}: {', '.join(names)}" for (student, _), names in by_student.items() if len(names) > 1]
+        if not clashing:
+            return ""
+        return (
+            "Nothing was collected: these files are read as one student's same notebook, with no time to tell which "
+            "is later (two students with the same name, or two submissions of one):\n  "
+            + "\n  ".join(clashing)
+            + "\nRemove the older file, or collect with --regexp whose student_id group takes the LMS user id."
         )
-        return sorted({student for student, _ in self.submissions([assignment])})
 
     def autograde(
         self,

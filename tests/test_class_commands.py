@@ -40,10 +40,35 @@ def test_collect_takes_lms_zip_files_and_folders(tmp_path):
     notebook = nbformat.writes(course.released(FIRST)[NOTEBOOK])
     with zipfile.ZipFile(tmp_path / "lms.zip", "w") as archive:
         archive.writestr(f"alice_1234_{NOTEBOOK}", notebook)
+        archive.writestr(f"carol_99_{STEM} renamed.ipynb", notebook)
+        archive.writestr("dave_12_notes.txt", "notes")
     (tmp_path / "folders" / "bob").mkdir(parents=True)
     (tmp_path / "folders" / "bob" / NOTEBOOK).write_text(notebook, encoding="utf-8")
-    assert course.collect(FIRST, [tmp_path / "lms.zip", tmp_path / "folders"]) == ["alice", "bob"]
+    collected = course.collect(FIRST, [tmp_path / "lms.zip", tmp_path / "folders"])
+    assert collected.students == ["alice", "bob"]
     assert (course.root / "submitted" / "alice" / FIRST / NOTEBOOK).read_text(encoding="utf-8") == notebook
+    # Every file of the download is collected or listed with the reason it was not.
+    assert sorted(collected.left_out) == [f"lms/carol_99_{STEM} renamed.ipynb", "lms/dave_12_notes.txt"]
+    assert all("matches no notebook of this assignment" in reason for reason in collected.left_out.values())
+
+
+def test_collect_names_the_files_of_two_students_with_the_same_name(tmp_path):
+    course = CourseDirectory.create(tmp_path / "class")
+    course.release([FIRST])
+    with zipfile.ZipFile(tmp_path / "lms.zip", "w") as archive:
+        for user_id in ("1234", "9876"):
+            archive.writestr(f"alice_{user_id}_1_{NOTEBOOK}", nbformat.writes(course.released(FIRST)[NOTEBOOK]))
+    with pytest.raises(ValueError, match=f"alice: lms/alice_1234_1_{NOTEBOOK}, lms/alice_9876_1_{NOTEBOOK}"):
+        course.collect(FIRST, [tmp_path / "lms.zip"])
+
+
+def test_collect_refuses_an_unknown_assignment_before_writing_anything(tmp_path, capsys):
+    course = CourseDirectory.create(tmp_path / "class")
+    course.release([FIRST])
+    before = sorted(course.root.rglob("*"))
+    assert cli.main(["class", "collect", "01_typo", str(tmp_path), "--course", str(course.root)]) == 2
+    assert "'01_typo' is not a released assignment of this class" in capsys.readouterr().err
+    assert sorted(course.root.rglob("*")) == before
 
 
 def test_a_learner_grades_a_notebook_without_changing_it(tmp_path, capsys):

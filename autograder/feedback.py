@@ -4,11 +4,16 @@ by hand and by the formgrader alike shows:
 
 - no code of hidden tests (nbgrader shows it by default: its issues #917 and #1363); visible tests stay visible;
 - each failed test as its message in full, not a traceback through the grading machine's files;
-- those messages first, at the top of the page, so that a student sees what to fix before scrolling.
+- those messages first, at the top of the page, so that a student sees what to fix before scrolling;
+- no folder of the grading machine in any other traceback: each becomes a short name.
 
 An instructor who wants hidden test code in the feedback turns the first off: ``--HideHiddenTests.enabled=False``
 (``class feedback --show-hidden-tests``).
 """
+
+import sys
+import sysconfig
+from pathlib import Path
 
 import nbformat
 from nbformat.notebooknode import NotebookNode
@@ -69,3 +74,31 @@ class FailuresFirst(NbGraderPreprocessor):
             )
             nb.cells.insert(0, nbformat.v4.new_markdown_cell(f"## What to fix\n\n{listed}"))
         return nb, resources
+
+
+class NoMachinePaths(NbGraderPreprocessor):
+    """Show the grading machine's folders in tracebacks by short names: ``<python>/torch/nn/functional.py``."""
+
+    def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int) -> tuple[NotebookNode, dict]:
+        for output in cell.get("outputs", []):
+            if output.output_type == "error":
+                output.traceback = [shortened(line) for line in output.traceback]
+        return cell, resources
+
+
+def machine_folders() -> list[tuple[str, str]]:
+    """Folders of this machine that tracebacks name, longest first, with the short names feedback shows."""
+    folders = {
+        sysconfig.get_paths()["purelib"]: "<python>",
+        sysconfig.get_paths()["stdlib"]: "<python>",
+        str(Path(__file__).resolve().parent.parent): "<course>",
+        sys.prefix: "<python>",
+        sys.base_prefix: "<python>",
+    }
+    return sorted(folders.items(), key=lambda item: -len(item[0]))
+
+
+def shortened(line: str) -> str:
+    for folder, name in machine_folders():
+        line = line.replace(folder, name)
+    return line

@@ -25,11 +25,13 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 # grading commands pass their --cell-timeout, 120 s by default, to nbgrader and to the sealed run alike.)
 c.ExecutePreprocessor.timeout = 120
 
-# Feedback shows no hidden test's code, and each failed test as its message, listed first too (autograder/feedback.py).
+# Feedback shows no hidden test code and no machine paths, and each failed test as its message, listed first too
+# (autograder/feedback.py).
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "autograder.feedback.HideHiddenTests",
     "autograder.feedback.FailedTestMessages",
     "autograder.feedback.FailuresFirst",
+    "autograder.feedback.NoMachinePaths",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]

@@ -2,7 +2,7 @@
 
 import nbformat
 
-from autograder.feedback import FailedTestMessages, FailuresFirst, HideHiddenTests
+from autograder.feedback import FailedTestMessages, FailuresFirst, HideHiddenTests, NoMachinePaths, machine_folders
 
 
 def feedback_cell(source: str, outputs: list) -> nbformat.NotebookNode:
@@ -32,3 +32,11 @@ def test_feedback_lists_the_failed_tests_first():
     assert "**test_x**" in notebook.cells[0].source and "CheckFailed: rows must sum to 1" in notebook.cells[0].source
     passed = nbformat.v4.new_notebook(cells=[feedback_cell("check()", [])])
     assert len(FailuresFirst().preprocess(passed, {})[0].cells) == 1  # nothing failed: nothing added
+
+
+def test_feedback_names_no_folder_of_the_grading_machine():
+    torch_file = f"{machine_folders()[0][0]}/torch/nn/functional.py"
+    error = nbformat.v4.new_output("error", ename="E", evalue="", traceback=[f"File {torch_file}:12, in softmax"])
+    cell = nbformat.v4.new_code_cell("softmax(x)", outputs=[error])
+    cell, _ = NoMachinePaths().preprocess_cell(cell, {}, 0)
+    assert cell.outputs[0].traceback == [f"File {machine_folders()[0][1]}/torch/nn/functional.py:12, in softmax"]

@@ -15,6 +15,7 @@ import html
 import re
 import socket
 import sqlite3
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +25,7 @@ import pytest
 
 from autograder.course_directory import LEDGER, NOT_GRADED_FEEDBACK, REPORTS, CourseDirectory
 from autograder.grading import Limits, Outcome
-from autograder.pipeline import NOTEBOOKS, SOLUTIONS, assignments, nbgrader, notebook_paths
+from autograder.pipeline import NOTEBOOKS, REPO, SOLUTIONS, assignments, nbgrader, notebook_paths
 from autograder.report import class_summary
 from autograder.samples import DAEMON_MARKER, Sample, reports, samples
 from autograder.submissions import filled_in, points_by_test, solution_code, wrong_answer_submissions
@@ -174,7 +175,7 @@ def regions(source: str, begin: str, end: str) -> str:
 
 
 @pytest.mark.parametrize("assignment", assignments())
-def test_no_feedback_shows_hidden_test_code(graded, assignment):
+def test_no_feedback_shows_hidden_test_code_or_machine_paths(graded, assignment):
     source = "\n".join(
         cell.source for path in (SOLUTIONS / assignment).glob("*.ipynb") for cell in nbformat.read(path, 4).cells
     )
@@ -184,6 +185,7 @@ def test_no_feedback_shows_hidden_test_code(graded, assignment):
     for path in graded.course.feedback_files(assignment):
         shown = feedback_text(path)
         assert [line for line in hidden if line in shown] == [], path
+        assert str(REPO) not in shown and sys.prefix not in shown, f"{path} shows the grading machine's folders"
 
 
 def test_no_feedback_of_a_student_who_did_not_write_it_shows_solution_code(graded):

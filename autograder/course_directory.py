@@ -15,6 +15,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import grading
+from autograder.feedback import shortened
 from autograder.pipeline import AUTOGRADER, SOLUTIONS, nbgrader
 from autograder.report import outcome_report
 
@@ -220,7 +221,7 @@ class CourseDirectory:
             if any(path != page for path in feedback.glob("*.html")):
                 page.unlink(missing_ok=True)  # graded since
                 continue
-            text = html.escape(report.read_text(encoding="utf-8"))
+            text = html.escape(shortened(report.read_text(encoding="utf-8")))
             page.write_text(f"<!DOCTYPE html>\n<title>{assignment}</title>\n<pre>{text}</pre>\n", encoding="utf-8")
             ungraded.append(page)
         return ungraded

@@ -118,6 +118,13 @@ def limits(args: argparse.Namespace, sandbox: bool) -> Limits:
     return Limits(cell_timeout=args.cell_timeout, memory=memory, workers=max(1, args.workers), sandbox=sandbox)
 
 
+class SandboxUnavailable(Exception):
+    """No sandbox can run on this machine, and the instructor did not choose to grade without one."""
+
+
+NO_SANDBOX = "Graded WITHOUT the sandbox (--no-sandbox): the submissions' code could read and change this machine."
+
+
 def class_sandbox(args: argparse.Namespace) -> bool:
     """Whether a class is graded in the sandbox: always, unless the instructor said --no-sandbox; where none can run,
     grading stops here with what to install."""
@@ -127,13 +134,6 @@ def class_sandbox(args: argparse.Namespace) -> bool:
     if reason := unavailable():
         raise SandboxUnavailable(f"Not grading: {reason}")
     return True
-
-
-class SandboxUnavailable(Exception):
-    """No sandbox can run on this machine, and the instructor did not choose to grade without one."""
-
-
-NO_SANDBOX = "Graded WITHOUT the sandbox (--no-sandbox): the submissions' code could read and change this machine."
 
 
 def course(args: argparse.Namespace) -> CourseDirectory:

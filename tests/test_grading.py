@@ -27,7 +27,7 @@ from autograder.course_directory import LEDGER, NOT_GRADED_FEEDBACK, REPORTS, Co
 from autograder.grading import Limits, Outcome
 from autograder.pipeline import NOTEBOOKS, REPO, SOLUTIONS, assignments, nbgrader, notebook_paths
 from autograder.report import class_summary
-from autograder.samples import DAEMON_MARKER, Sample, reports, samples
+from autograder.samples import DAEMON_MARKER, Assignment, Sample, reports, samples
 from autograder.submissions import filled_in, points_by_test, solution_code, wrong_answer_submissions
 from autograder.wrong_answers import WrongAnswer, all_wrong_answers
 
@@ -188,18 +188,20 @@ def test_no_feedback_shows_hidden_test_code_or_machine_paths(graded, assignment)
         assert str(REPO) not in shown and sys.prefix not in shown, f"{path} shows the grading machine's folders"
 
 
-def test_no_feedback_of_a_student_who_did_not_write_it_shows_solution_code(graded):
-    released = "\n".join(cell.source for notebook in RELEASED_FIRST.values() for cell in notebook.cells)
-    source = "\n".join(
-        cell.source for path in (SOLUTIONS / FIRST).glob("*.ipynb") for cell in nbformat.read(path, 4).cells
-    )
-    solution = code_lines(regions(source, "BEGIN SOLUTION", "END SOLUTION")) - code_lines(released)
-    assert solution
-    hostile = {sample.submission.student for sample in SAMPLES if "read" in sample.submission.student}
+def test_no_feedback_shows_solution_code_its_student_did_not_write(graded):
+    """The untouched student answered nothing; the samples that read the class or the solutions left the first
+    exercise unanswered (and answered the others with the solutions)."""
+    course = Assignment.of(FIRST, RELEASED_FIRST)
+    released = code_lines("\n".join(cell.source for notebook in RELEASED_FIRST.values() for cell in notebook.cells))
+    unanswered = {"untouched": course.answers}
+    unanswered |= {
+        sample.submission.student: course.answers[:1] for sample in SAMPLES if "reads" in sample.submission.student
+    }
     for path in graded.course.feedback_files(FIRST):
-        if path.parent.parent.name in hostile | {"untouched"}:
-            shown = feedback_text(path)
-            assert [line for line in solution if line in shown] == [], path
+        if exercises := unanswered.get(path.parent.parent.name):
+            solution = set().union(*(code_lines(course.solutions[exercise]) for exercise in exercises)) - released
+            assert solution
+            assert [line for line in solution if line in feedback_text(path)] == [], path
 
 
 def test_a_test_the_sealed_run_overrules_shows_why_in_the_feedback(graded):

@@ -216,13 +216,15 @@ class CourseDirectory:
         for report in sorted((self.root / REPORTS).glob(f"*/{assignment}/report.txt")):
             feedback = self.root / "feedback" / report.parent.parent.name / assignment
             feedback.mkdir(parents=True, exist_ok=True)
-            shutil.copy(report, feedback / "report.txt")
+            text = shortened(report.read_text(encoding="utf-8"))
+            (feedback / "report.txt").write_text(text, encoding="utf-8")
             page = feedback / NOT_GRADED_FEEDBACK
             if any(path != page for path in feedback.glob("*.html")):
                 page.unlink(missing_ok=True)  # graded since
                 continue
-            text = html.escape(shortened(report.read_text(encoding="utf-8")))
-            page.write_text(f"<!DOCTYPE html>\n<title>{assignment}</title>\n<pre>{text}</pre>\n", encoding="utf-8")
+            page.write_text(
+                f"<!DOCTYPE html>\n<title>{assignment}</title>\n<pre>{html.escape(text)}</pre>\n", encoding="utf-8"
+            )
             ungraded.append(page)
         return ungraded
 

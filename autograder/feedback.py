@@ -5,7 +5,7 @@ by hand and by the formgrader alike shows:
 - no code of hidden tests (nbgrader shows it by default: its issues #917 and #1363); visible tests stay visible;
 - each failed test as its message in full, not a traceback through the grading machine's files;
 - those messages first, at the top of the page, so that a student sees what to fix before scrolling;
-- no folder of the grading machine in any other traceback: each becomes a short name.
+- no folder of the grading machine in any output: each becomes a short name.
 
 An instructor who wants hidden test code in the feedback turns the first off: ``--HideHiddenTests.enabled=False``
 (``class feedback --show-hidden-tests``).
@@ -77,12 +77,17 @@ class FailuresFirst(NbGraderPreprocessor):
 
 
 class NoMachinePaths(NbGraderPreprocessor):
-    """Show the grading machine's folders in tracebacks by short names: ``<python>/torch/nn/functional.py``."""
+    """Show the grading machine's folders by short names (``<python>/torch/nn/functional.py``) wherever a cell's
+    outputs name them: tracebacks, printed text, a returned object's text."""
 
     def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int) -> tuple[NotebookNode, dict]:
         for output in cell.get("outputs", []):
             if output.output_type == "error":
                 output.traceback = [shortened(line) for line in output.traceback]
+            elif output.output_type == "stream":
+                output.text = shortened(output.text)
+            elif "text/plain" in output.get("data", {}):
+                output.data["text/plain"] = shortened(output.data["text/plain"])
         return cell, resources
 
 

@@ -40,3 +40,12 @@ def test_feedback_names_no_folder_of_the_grading_machine():
     cell = nbformat.v4.new_code_cell("softmax(x)", outputs=[error])
     cell, _ = NoMachinePaths().preprocess_cell(cell, {}, 0)
     assert cell.outputs[0].traceback == [f"File {machine_folders()[0][1]}/torch/nn/functional.py:12, in softmax"]
+
+
+def test_feedback_names_no_folder_of_the_grading_machine_in_printed_or_returned_text():
+    python = machine_folders()[0][0]
+    printed = nbformat.v4.new_output("stream", name="stdout", text=f"{python}/x.py\n")
+    returned = nbformat.v4.new_output("execute_result", data={"text/plain": f"<Popen: args: ['{python}/bin']>"})
+    cell = nbformat.v4.new_code_cell("x", outputs=[printed, returned])
+    cell, _ = NoMachinePaths().preprocess_cell(cell, {}, 0)
+    assert python not in cell.outputs[0].text and python not in cell.outputs[1].data["text/plain"]

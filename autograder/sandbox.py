@@ -116,6 +116,7 @@ def system_mounts() -> list[str]:
             mounts += ["--symlink", os.readlink(path), str(path)]
         elif path.is_dir():
             mounts += ["--ro-bind", str(path), str(path)]
+    mounts += ["--perms", "0755", "--dir", "/etc"]  # bwrap would make it root's alone, unreadable to the code
     for name in ("ld.so.cache", "localtime", "passwd", "group", "nsswitch.conf", "fonts"):
         mounts += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     return mounts

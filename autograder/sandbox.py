@@ -147,10 +147,10 @@ def package_folders() -> list[str]:
 
 
 def environment() -> list[str]:
-    home = ["HOME", WORK, "TMPDIR", "/tmp", "PATH", f"{Path(sys.executable).parent}:/usr/bin:/bin"]
-    passed = [item for name in PASSED_ENVIRONMENT if name in os.environ for item in (name, os.environ[name])]
-    pairs = home + passed
-    return [argument for index in range(0, len(pairs), 2) for argument in ("--setenv", *pairs[index : index + 2])]
+    """bwrap's options for the code's environment: a home, a temporary folder, a PATH, and the passed variables."""
+    variables = {"HOME": WORK, "TMPDIR": "/tmp", "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
+    variables |= {name: os.environ[name] for name in PASSED_ENVIRONMENT if name in os.environ}
+    return [item for name, value in variables.items() for item in ("--setenv", name, value)]
 
 
 def sandbox_uid() -> int | None:

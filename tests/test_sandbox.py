@@ -40,7 +40,7 @@ def test_nothing_outside_the_sandbox_can_be_seen(tmp_path):
     assert result.returncode == 0, result.stderr
     seen, in_repository = result.stdout.splitlines()
     assert seen == str([False] * len(paths))
-    assert set(eval(in_repository)) <= {".venv", "src", "data"}  # the environment and the package's folders alone
+    assert set(eval(in_repository)) <= {".venv", "src"}  # the environment and the package's folder alone
 
 
 def test_what_it_may_read_is_there_even_under_the_machine_s_tmp(tmp_path):

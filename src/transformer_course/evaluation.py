@@ -5,7 +5,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import torch
 
-from transformer_course.data.translation import Pair, Vocabulary, padded
+from .data.translation import Pair, Vocabulary, padded
 
 Sentence = Sequence[str]
 

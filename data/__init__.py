@@ -1,4 +1,0 @@
-"""Data sets of the course, generated deterministically by code (nothing is downloaded).
-
-Installed as ``transformer_course.data``.
-"""

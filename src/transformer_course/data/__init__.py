@@ -1,0 +1,1 @@
+"""Data sets of the course, generated deterministically by code (nothing is downloaded)."""

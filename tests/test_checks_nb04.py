@@ -50,12 +50,12 @@ def test_checks_accept_correct_answers_written_differently():
     nb04.check_decoder_mask(lambda lengths: padding_mask_by_loop(lengths) & causal_mask_by_comparison(max(lengths)))
 
 
-def test_reference_masks_agree_with_closed_forms():
-    assert nb04.reference_padding_mask(torch.tensor([2, 0]), 3).squeeze(1).tolist() == [
+def test_the_mask_oracles_agree_with_closed_forms():
+    assert nb04.real_positions(torch.tensor([2, 0]), max_len=3).squeeze(1).tolist() == [
         [True, True, False],
         [False, False, False],
     ]
-    assert torch.equal(nb04.reference_causal_mask(3), torch.ones(3, 3, dtype=torch.bool).tril())
+    assert torch.equal(nb04.visible_to_causal_attention(n=3), torch.ones(3, 3, dtype=torch.bool).tril())
 
 
 @pytest.mark.parametrize(

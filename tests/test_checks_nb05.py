@@ -45,7 +45,7 @@ def test_checks_accept_correct_answers_written_differently():
 
 
 def test_the_formula_oracle_has_the_closed_form_values():
-    encoding = nb05.encoding_by_formula(3, 4)
+    encoding = nb05.encoding_by_formula(3, 4, n=10000.0)
     assert encoding[0].tolist() == [0.0, 1.0, 0.0, 1.0]
     assert encoding[2, 0] == pytest.approx(math.sin(2)) and encoding[2, 3] == pytest.approx(math.cos(2 / 100))
 

@@ -8,7 +8,7 @@ from torch import nn
 from autograder.wrong_answers import wrong_answer
 
 # The module exercise calls the attention exercise by name, as it does in the notebook.
-from transformer_course.checks.nb02 import reference_scaled_dot_product_attention as scaled_dot_product_attention
+from transformer_course.checks.stand_ins import scaled_dot_product_attention
 
 ASSIGNMENT = "02_queries_keys_values"
 

@@ -5,8 +5,7 @@ import torch
 from autograder.wrong_answers import wrong_answer
 
 # The last exercise calls the first two by name, as in the notebook.
-from transformer_course.checks.nb04 import reference_causal_mask as causal_mask
-from transformer_course.checks.nb04 import reference_padding_mask as padding_mask
+from transformer_course.checks.stand_ins import causal_mask, padding_mask
 
 ASSIGNMENT = "04_masking"
 

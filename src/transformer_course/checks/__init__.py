@@ -6,9 +6,12 @@ names the mistake in a learner's words. The shared pieces below keep those messa
 
 import contextlib
 import functools
+import importlib
+import importlib.util
 from collections.abc import Callable, Iterator, Sequence
 
 import torch
+import torch.nn.functional as F
 
 
 class CheckFailed(AssertionError):
@@ -151,19 +154,49 @@ def seeded_randn(*shape: int, seed: int, dtype: torch.dtype = torch.float32) -> 
     return torch.randn(*shape, generator=generator, dtype=dtype)
 
 
-@contextlib.contextmanager
-def earlier_exercises_replaced(function: Callable, **reference_parts: Callable) -> Iterator[None]:
-    """Let ``function`` call correct versions of earlier exercises while it is checked.
+def pytorch_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, mask: torch.Tensor | None, scale: float | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The checks' oracle for attention: (outputs, weights) from F.scaled_dot_product_attention, which gives a
+    query with no visible key zero weights and a zero output.
 
-    A learner's function finds the other exercises by name in the notebook's namespace. Swapping them for
-    reference parts (PyTorch operations, never answers) grades each exercise on its own, so one mistake
-    is not counted twice; a name the notebook lacks (its cell failed or never ended) is supplied too. The
-    learner's versions are restored afterwards.
+    mask and scale are keyword-only and required, so that the oracle fits no exercise's call: it is not an
+    answer to import.
     """
+    n_k = k.shape[-2]
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    identity = torch.eye(n_k, dtype=q.dtype).expand(*batch, n_k, n_k)  # (..., n_k, n_k)
+    # With the identity as values, each output row is that query's row of weights.
+    weights = F.scaled_dot_product_attention(q, k, identity, attn_mask=mask, scale=scale)  # (..., n_q, n_k)
+    outputs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)  # (..., n_q, d_v)
+    return outputs, weights
+
+
+@contextlib.contextmanager
+def earlier_exercises_replaced(function: Callable, *names: str) -> Iterator[None]:
+    """Let ``function`` call correct versions of the earlier exercises ``names`` while it is checked.
+
+    A learner's function finds the other exercises by name in the notebook's namespace. Swapping them for the
+    correct stand-ins of ``stand_ins`` grades each exercise on its own, so one mistake is not counted twice. A
+    student release holds no stand-ins (they would be answers to import): there the learner's own versions are
+    used, and a failure says so.
+    """
+    if stand_ins is None:
+        with own_versions_named_on_failure(names):
+            yield
+        return
+    with names_replaced(function, {name: getattr(stand_ins, name) for name in names}):
+        yield
+
+
+@contextlib.contextmanager
+def names_replaced(function: Callable, parts: dict[str, Callable]) -> Iterator[None]:
+    """Put ``parts`` into the namespace of ``function`` and restore what was there afterwards; a name the
+    notebook lacks (its cell failed or never ended) is supplied too."""
     namespace = getattr(function, "__globals__", {})  # a partial or a callable object has none
     absent = object()
-    replaced = {name: namespace.get(name, absent) for name in reference_parts}
-    namespace.update(reference_parts)
+    replaced = {name: namespace.get(name, absent) for name in parts}
+    namespace.update(parts)
     try:
         yield
     finally:
@@ -174,6 +207,30 @@ def earlier_exercises_replaced(function: Callable, **reference_parts: Callable) 
                 namespace[name] = original
 
 
+@contextlib.contextmanager
+def own_versions_named_on_failure(names: Sequence[str]) -> Iterator[None]:
+    """Add to a failure that the check ran with the learner's own earlier exercises, which may be the cause."""
+    try:
+        yield
+    except CheckFailed as failure:
+        listed = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+        their = "their checks" if len(names) > 1 else "its check"
+        raise CheckFailed(
+            f"{failure}\nThis check used your own {listed} from earlier in the notebook: make {their} pass first."
+        ) from failure.__cause__
+
+
 def passed(name: str, what: str) -> None:
     """Report a check that passed."""
     print(f"✔ {name}: {what}")
+
+
+def _stand_ins_if_present():
+    """The module of correct stand-ins, or None where it is absent: a student release leaves it out."""
+    name = f"{__name__}.stand_ins"
+    return importlib.import_module(name) if importlib.util.find_spec(name) else None
+
+
+# Loaded last, as the stand-ins use the oracles above, and with the checks, so that they are loaded (and recorded
+# by the sealed run) before a learner's code runs.
+stand_ins = _stand_ins_if_present()

@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 import torch
 
-from .. import reference
 from . import (
     CheckFailed,
     call_learner,
@@ -18,6 +17,7 @@ from . import (
     expect_tensor,
     learner_facing,
     passed,
+    pytorch_attention,
     rows_sum_to,
     seeded_randn,
     shape_of,
@@ -29,19 +29,12 @@ BATCH_HINT = (
 )
 
 
-def reference_softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """PyTorch's softmax with the exercise's signature, used while later exercises are checked."""
-    return torch.softmax(scores, dim=dim)
+def unscaled_self_attention(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The oracle: (outputs, weights) of self-attention with the scores x xᵀ unscaled, from PyTorch's attention.
 
-
-def reference_weights(x: torch.Tensor) -> torch.Tensor:
-    """Self-attention weights softmax(x xᵀ) from PyTorch's attention, unscaled."""
-    return reference.attention(x, x, x, scale=1.0)[1]  # (..., seq, seq)
-
-
-def reference_self_attention(x: torch.Tensor) -> torch.Tensor:
-    """Self-attention outputs from PyTorch's attention, unscaled."""
-    return reference.attention(x, x, x, scale=1.0)[0]  # (..., seq, d)
+    It takes x alone and returns the pair, a shape no exercise has, so it is not an answer to import.
+    """
+    return pytorch_attention(x, x, x, mask=None, scale=1.0)  # (..., seq, d), (..., seq, seq)
 
 
 def _on_batch(check: Callable[[], None]) -> None:
@@ -114,7 +107,7 @@ def _check_softmax_large_scores(softmax: Callable) -> None:
 @learner_facing
 def check_attention_weights(attention_weights: Callable, seed: int = 0) -> None:
     """Check the (..., seq, seq) weights softmax_j(x_i · x_j) on one sequence, a batch and closed-form values."""
-    with earlier_exercises_replaced(attention_weights, softmax=reference_softmax):
+    with earlier_exercises_replaced(attention_weights, "softmax"):
         _check_weights_on(attention_weights, seeded_randn(5, 3, seed=seed))
         _on_batch(lambda: _check_weights_on(attention_weights, seeded_randn(2, 4, 5, 3, seed=seed + 1)))
 
@@ -146,8 +139,8 @@ def _check_weights_on(attention_weights: Callable, x: torch.Tensor) -> None:
             f"{call}: the rows of your weights do not sum to 1. Turn the scores x_i · x_j into weights "
             "with softmax over the keys axis (dim=-1)."
         )
-    expected = reference_weights(x)
-    scaled = reference_weights(x / d**0.25)  # what dividing the scores by √d gives
+    expected = unscaled_self_attention(x)[1]
+    scaled = unscaled_self_attention(x / d**0.25)[1]  # what dividing the scores by √d gives
     if torch.allclose(weights, scaled, atol=1e-5) and not torch.allclose(weights, expected, atol=1e-5):
         raise CheckFailed(
             f"{call}: you divided the scores by √d. In this notebook the weights come from the plain dot "
@@ -162,8 +155,7 @@ def _check_weights_on(attention_weights: Callable, x: torch.Tensor) -> None:
 @learner_facing
 def check_self_attention(self_attention: Callable, seed: int = 0) -> None:
     """Check y = W x, each output a weighted average of all inputs, for one sequence and a batch."""
-    parts = {"softmax": reference_softmax, "attention_weights": reference_weights}
-    with earlier_exercises_replaced(self_attention, **parts):
+    with earlier_exercises_replaced(self_attention, "softmax", "attention_weights"):
         _check_outputs_on(self_attention, seeded_randn(5, 3, seed=seed))
         _on_batch(lambda: _check_outputs_on(self_attention, seeded_randn(2, 4, 5, 3, seed=seed + 1)))
     passed("self_attention", "every output is the weighted average of all inputs, also for batches")
@@ -181,7 +173,7 @@ def _check_outputs_on(self_attention: Callable, x: torch.Tensor) -> None:
             "weights @ x: one d-dimensional vector per position, shape (..., seq, d)."
         )
     expect_tensor(outputs, "self_attention", x.shape, x.dtype)
-    weights = reference_weights(x)  # (..., seq, seq)
+    expected, weights = unscaled_self_attention(x)  # (..., seq, d), (..., seq, seq)
     if torch.allclose(outputs, weights.mT @ x, atol=1e-5) and not torch.allclose(weights, weights.mT):
         raise CheckFailed(
             f"{call}: you used the transposed weights. Output i averages the inputs with row i of the "
@@ -193,7 +185,7 @@ def _check_outputs_on(self_attention: Callable, x: torch.Tensor) -> None:
             f"{call}: some outputs lie outside the range of the inputs, so they are not weighted averages. "
             "Multiply by the normalised weights (rows summing to 1), not by the raw scores."
         )
-    expect_close(outputs, reference_self_attention(x), f"{call}, compared with softmax(x xᵀ) x")
+    expect_close(outputs, expected, f"{call}, compared with softmax(x xᵀ) x")
 
 
 # Exercise 4 ---------------------------------------------------------------------------------------------
@@ -235,7 +227,11 @@ def check_equivariance_gap(equivariance_gap: Callable, seed: int = 0) -> None:
 
     sequences = seeded_randn(2, 6, 4, seed=seed)  # (batch 2, seq 6, d 4)
     shuffle = torch.randperm(6, generator=torch.Generator().manual_seed(seed))
-    gap = _gap_of(equivariance_gap, reference_self_attention, sequences, shuffle, "self-attention")
+
+    def self_attention(x: torch.Tensor) -> torch.Tensor:
+        return unscaled_self_attention(x)[0]  # (..., seq, d)
+
+    gap = _gap_of(equivariance_gap, self_attention, sequences, shuffle, "self-attention")
     if not 0 <= gap < 1e-4:
         raise CheckFailed(
             f"equivariance_gap(self_attention, x, perm) is {gap:.3g} for a batch of shape (2, 6, 4), but "

@@ -1,7 +1,7 @@
 """Checks for notebook 02, queries, keys and values: scaled dot-product attention.
 
 Oracles: ``torch.distributions.Categorical(...).entropy()``; ``F.scaled_dot_product_attention`` (through
-``transformer_course.reference.attention``); ``torch.autograd.gradcheck``; closed-form values.
+``pytorch_attention``); ``torch.autograd.gradcheck``; closed-form values.
 """
 
 import math
@@ -10,7 +10,6 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .. import reference
 from . import (
     CheckFailed,
     built_with_seed,
@@ -22,16 +21,11 @@ from . import (
     expect_tensor,
     learner_facing,
     passed,
+    pytorch_attention,
     rows_sum_to,
     seeded_randn,
     shape_of,
 )
-
-
-def reference_scaled_dot_product_attention(q, k, v, mask=None):
-    """PyTorch's attention with the exercise's signature, used while the module exercise is checked."""
-    return reference.attention(q, k, v, mask)
-
 
 # Exercise 1 ---------------------------------------------------------------------------------------------
 
@@ -131,7 +125,7 @@ def _check_attention_on(sdpa: Callable, q, k, v, mask) -> None:
             )
         raise CheckFailed(f"{call}: the rows of your weights do not sum to 1 over the keys.")
     _diagnose_scale(q, k, v, mask, weights, call)
-    expected_outputs, expected_weights = reference.attention(q, k, v, mask)
+    expected_outputs, expected_weights = pytorch_attention(q, k, v, mask=mask, scale=None)
     expect_close(weights, expected_weights, f"{call}: the weights, compared with PyTorch's")
     expect_close(outputs, expected_outputs, f"{call}: the outputs (weights @ v), compared with PyTorch's")
 
@@ -145,7 +139,7 @@ def _diagnose_scale(q, k, v, mask, weights: torch.Tensor, call: str) -> None:
         1 / d_k: "you divided by d_k; divide by its square root √d_k",
     }
     for scale, mistake in wrong_scales.items():
-        if torch.allclose(weights, reference.attention(q, k, v, mask, scale=scale)[1], atol=1e-5):
+        if torch.allclose(weights, pytorch_attention(q, k, v, mask=mask, scale=scale)[1], atol=1e-5):
             raise CheckFailed(f"{call}: {mistake}.")
 
 
@@ -171,9 +165,7 @@ def _check_gradients(sdpa: Callable, seed: int) -> None:
 @learner_facing
 def check_single_head_attention(SingleHeadAttention: type, seed: int = 0) -> None:  # noqa: N803 (a class)
     """Check the projections, self-attention, cross-attention and masking of the module."""
-    with earlier_exercises_replaced(
-        SingleHeadAttention.forward, scaled_dot_product_attention=reference_scaled_dot_product_attention
-    ):
+    with earlier_exercises_replaced(SingleHeadAttention.forward, "scaled_dot_product_attention"):
         call = "SingleHeadAttention(d_model=6, d_k=4, d_v=5)"
         module = built_with_seed(SingleHeadAttention, 6, 4, 5, seed=seed, call=call)
         _check_projections(module)
@@ -224,9 +216,10 @@ def _check_module_on(module: nn.Module, x, context, mask, call: str) -> None:
         )
     with torch.no_grad():
         q, k, v = module.query(x), module.key(keys_from), module.value(keys_from)
-        if torch.allclose(weights, reference.attention(q, module.query(keys_from), v, mask)[1], atol=1e-5):
+        keys_by_query = module.query(keys_from)
+        if torch.allclose(weights, pytorch_attention(q, keys_by_query, v, mask=mask, scale=None)[1], atol=1e-5):
             raise CheckFailed(f"{call}: the keys were made with self.query; use their own projection self.key.")
-        expected_outputs, expected_weights = reference.attention(q, k, v, mask)
+        expected_outputs, expected_weights = pytorch_attention(q, k, v, mask=mask, scale=None)
     expect_tensor(weights, "the weights", expected_weights.shape, x.dtype)
     expect_tensor(outputs, "the outputs", expected_outputs.shape, x.dtype)
     expect_close(weights, expected_weights, f"{call}: the weights")

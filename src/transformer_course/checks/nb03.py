@@ -24,17 +24,6 @@ from . import (
     shape_of,
 )
 
-
-def heads_by_slicing(x: torch.Tensor, num_heads: int) -> torch.Tensor:
-    """(..., seq, d_model) -> (..., heads, seq, d_head): head i holds features i*d_head ... (i+1)*d_head - 1."""
-    return torch.stack(x.chunk(num_heads, dim=-1), dim=-3)
-
-
-def merge_by_concatenating(x: torch.Tensor) -> torch.Tensor:
-    """(..., heads, seq, d_head) -> (..., seq, heads * d_head): the heads' features side by side."""
-    return torch.cat(x.unbind(dim=-3), dim=-1)
-
-
 # Exercise 1 ---------------------------------------------------------------------------------------------
 
 
@@ -54,7 +43,7 @@ def check_split_heads(split_heads: Callable, seed: int = 0) -> None:
                 "positions out to heads. Split the features first, reshape to (..., seq, heads, d_head), then "
                 "swap the seq and heads axes: .transpose(-3, -2)."
             )
-        expected = heads_by_slicing(x, num_heads)
+        expected = torch.stack(x.chunk(num_heads, dim=-1), dim=-3)  # head i: features i·d_head … by slicing
         if not torch.equal(heads, expected):
             raise CheckFailed(
                 f"{call}: head i must hold features i·d_head to (i+1)·d_head - 1 of every position, in order. "
@@ -82,7 +71,8 @@ def check_merge_heads(merge_heads: Callable, seed: int = 0) -> None:
                 "positions of different heads. First .transpose(-3, -2) to (..., seq, heads, d_head), then "
                 "reshape."
             )
-        if not torch.equal(merged, merge_by_concatenating(heads)):
+        side_by_side = torch.cat(heads.unbind(dim=-3), dim=-1)  # (..., seq, heads · d_head)
+        if not torch.equal(merged, side_by_side):
             raise CheckFailed(
                 f"{call}: each position must get the features of head 0, then head 1, and so on, side by side; "
                 "merge_heads must undo split_heads."
@@ -118,8 +108,7 @@ def _twin_results(twin, x, context, torch_masks: dict):
 def check_multi_head_attention(MultiHeadAttention: type, seed: int = 0) -> None:  # noqa: N803 (a class)
     """Check the module against nn.MultiheadAttention with copied weights: self- and cross-attention, an
     attention mask and a key padding mask, and two head counts."""
-    stand_ins = {"split_heads": heads_by_slicing, "merge_heads": merge_by_concatenating}
-    with earlier_exercises_replaced(MultiHeadAttention.forward, **stand_ins):
+    with earlier_exercises_replaced(MultiHeadAttention.forward, "split_heads", "merge_heads"):
         for num_heads in (2, 4):
             module = _build(MultiHeadAttention, 8, num_heads, seed)
             twin = torch_twin(module, num_heads)

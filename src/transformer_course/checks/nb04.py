@@ -12,7 +12,6 @@ import torch
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pad_sequence
 
-from .. import reference
 from . import (
     CheckFailed,
     call_learner,
@@ -23,13 +22,18 @@ from . import (
     expect_tensor,
     learner_facing,
     passed,
+    pytorch_attention,
     seeded_randn,
     shape_of,
 )
 
 
-def reference_padding_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.Tensor:
-    """(batch, 1, max_len), True at the real positions, from PyTorch's own padding utility."""
+def real_positions(lengths: torch.Tensor, *, max_len: int | None) -> torch.Tensor:
+    """The oracle of padding masks: (batch, 1, max_len), True at the real positions, from PyTorch's own padding
+    utility; max_len None means the longest length.
+
+    max_len is keyword-only and required, so that the oracle fits no exercise's call: it is not an answer to import.
+    """
     sizes = [int(length) for length in lengths]
     max_len = max(sizes, default=0) if max_len is None else max_len
     rows = [torch.ones(size, dtype=torch.bool) for size in sizes]
@@ -37,8 +41,11 @@ def reference_padding_mask(lengths: torch.Tensor, max_len: int | None = None) ->
     return padded[:, None, :]
 
 
-def reference_causal_mask(n: int) -> torch.Tensor:
-    """(n, n), True where PyTorch's causal attention lets query i see key j."""
+def visible_to_causal_attention(*, n: int) -> torch.Tensor:
+    """The oracle of causal masks: (n, n), True where PyTorch's causal attention lets query i see key j.
+
+    n is keyword-only, so that the oracle fits no exercise's call: it is not an answer to import.
+    """
     zeros = torch.zeros(n, 1)  # equal scores, so every visible key gets weight > 0
     return F.scaled_dot_product_attention(zeros, zeros, torch.eye(n), is_causal=True) > 0
 
@@ -62,7 +69,7 @@ def check_padding_mask(padding_mask: Callable, seed: int = 0) -> None:
     """Check the mask of real positions for given lengths, with and without max_len, zero lengths included."""
     cases = [(torch.tensor([3, 1, 4]), None), (torch.tensor([2, 0, 5, 1]), 6), (torch.tensor([0, 0]), 3)]
     for lengths, max_len in cases:
-        expected = reference_padding_mask(lengths, max_len)  # (batch, 1, max_len)
+        expected = real_positions(lengths, max_len=max_len)  # (batch, 1, max_len)
         args = (lengths,) if max_len is None else (lengths, max_len)
         call = (
             f"padding_mask(torch.tensor({lengths.tolist()})" + ("" if max_len is None else f", max_len={max_len}") + ")"
@@ -79,7 +86,7 @@ def check_padding_mask(padding_mask: Callable, seed: int = 0) -> None:
                 f"{call}: your mask is True at the padding. In this course True means a key may be attended "
                 "to: True at the real positions j < length."
             )
-        one_more = reference_padding_mask(lengths + 1, expected.shape[-1] + 1)[..., : expected.shape[-1]]
+        one_more = real_positions(lengths + 1, max_len=expected.shape[-1] + 1)[..., : expected.shape[-1]]
         if torch.equal(mask, one_more):
             raise CheckFailed(f"{call}: one position too many is True: positions 0 … length-1 are real (j < length).")
         if not torch.equal(mask, expected):
@@ -95,7 +102,7 @@ def check_causal_mask(causal_mask: Callable, seed: int = 0) -> None:
     """Check the causal mask against a table and PyTorch's is_causal attention."""
     table = torch.tensor([[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.bool)
     for n in (4, 1, 7, 0):
-        expected = table if n == 4 else reference_causal_mask(n) if n else torch.ones(0, 0, dtype=torch.bool)
+        expected = table if n == 4 else visible_to_causal_attention(n=n) if n else torch.ones(0, 0, dtype=torch.bool)
         mask = _expect_boolean(call_learner(causal_mask, n, call=f"causal_mask({n})"), "causal_mask", (n, n))
         if n > 1 and torch.equal(mask, expected.tril(-1)):
             raise CheckFailed(
@@ -107,7 +114,7 @@ def check_causal_mask(causal_mask: Callable, seed: int = 0) -> None:
         if not torch.equal(mask, expected):
             raise CheckFailed(f"causal_mask({n}): expected\n{expected.int()}\ngot\n{mask.int()}")
     q, k, v = (seeded_randn(2, 5, 4, seed=seed + i) for i in range(3))  # (batch, seq, d)
-    ours = reference.attention(q, k, v, causal_mask(5))[0]
+    ours = pytorch_attention(q, k, v, mask=causal_mask(5), scale=None)[0]
     expect_close(ours, F.scaled_dot_product_attention(q, k, v, is_causal=True), "attention with causal_mask(5)")
     passed("causal_mask", "query i sees keys j ≤ i, as PyTorch's is_causal attention does")
 
@@ -147,7 +154,7 @@ def _check_against_pytorch(masked_attention: Callable, q, k, v, mask, what: str)
             "zero output."
         )
     expect_masked_weights(weights, mask, call)
-    expected_outputs, expected_weights = reference.attention(q, k, v, mask)
+    expected_outputs, expected_weights = pytorch_attention(q, k, v, mask=mask, scale=None)
     expect_close(weights, expected_weights, f"{call}: the weights, compared with PyTorch's attention")
     expect_close(outputs, expected_outputs, f"{call}: the outputs, compared with PyTorch's attention")
 
@@ -169,7 +176,7 @@ def _check_gradients_stay_finite(masked_attention: Callable, q, k, v, mask) -> N
 def _check_unmasked(masked_attention: Callable, q, k, v) -> None:
     call = "masked_attention(q, k, v) with no mask"
     result = call_learner(masked_attention, q, k, v, call=call)
-    expected_outputs, expected_weights = reference.attention(q, k, v)
+    expected_outputs, expected_weights = pytorch_attention(q, k, v, mask=None, scale=None)
     expect_close(result[1], expected_weights, f"{call}: the weights")
     expect_close(result[0], expected_outputs, f"{call}: the outputs")
 
@@ -178,7 +185,7 @@ def _check_causality(masked_attention: Callable, seed: int) -> None:
     x = seeded_randn(1, 6, 4, seed=seed + 5)  # (batch, seq, d)
     changed = x.clone()
     changed[:, 3:] = seeded_randn(1, 3, 4, seed=seed + 6)  # new tokens from position 3 on
-    causal = reference_causal_mask(6)
+    causal = visible_to_causal_attention(n=6)
     before = call_learner(masked_attention, x, x, x, causal, call="masked_attention(x, x, x, causal mask)")[0]
     after = call_learner(masked_attention, changed, changed, changed, causal, call="masked_attention on new tokens")[0]
     if not torch.allclose(before[:, :3], after[:, :3], atol=1e-6):
@@ -197,11 +204,10 @@ def _check_causality(masked_attention: Callable, seed: int) -> None:
 @learner_facing
 def check_decoder_mask(decoder_mask: Callable, seed: int = 0) -> None:
     """Check the combined padding and causal mask of a batch of target sentences."""
-    stand_ins = {"padding_mask": reference_padding_mask, "causal_mask": reference_causal_mask}
-    with earlier_exercises_replaced(decoder_mask, **stand_ins):
+    with earlier_exercises_replaced(decoder_mask, "padding_mask", "causal_mask"):
         for lengths in (torch.tensor([4, 2, 0]), torch.tensor([3, 3]), torch.tensor([1, 5])):
-            n = int(lengths.max())
-            padding, causal = reference_padding_mask(lengths), reference_causal_mask(n)
+            n = max(lengths.tolist())
+            padding, causal = real_positions(lengths, max_len=None), visible_to_causal_attention(n=n)
             call = f"decoder_mask(torch.tensor({lengths.tolist()}))"
             mask = call_learner(decoder_mask, lengths, call=call)
             if isinstance(mask, torch.Tensor) and mask.shape == padding.shape and mask.dtype == torch.bool:

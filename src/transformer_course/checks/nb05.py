@@ -24,11 +24,13 @@ from . import (
 
 
 def encoding_by_formula(
-    length: int, d: int, n: float = 10000.0, first_position: int = 0, exponent: Callable = lambda j, d: 2 * (j // 2) / d
+    length: int, d: int, *, n: float, first_position: int = 0, exponent: Callable = lambda j, d: 2 * (j // 2) / d
 ) -> torch.Tensor:
     """P(k, 2i) = sin(k / n^(2i/d)), P(k, 2i+1) = cos(k / n^(2i/d)), one entry at a time, shape (length, d).
 
-    ``first_position`` and ``exponent`` (of column j) let the checks reproduce common mistakes and name them."""
+    ``first_position`` and ``exponent`` (of column j) let the checks reproduce common mistakes and name them. The
+    base n is keyword-only and required, so that the oracle fits no exercise's call: it is not an answer to import.
+    """
 
     def entry(k: int, j: int) -> float:
         angle = (k + first_position) / n ** exponent(j, d)
@@ -49,7 +51,7 @@ def check_sinusoidal_encoding(sinusoidal_encoding: Callable, seed: int = 0) -> N
         encoding = expect_tensor(
             call_learner(sinusoidal_encoding, *args, call=call), "sinusoidal_encoding", (length, d), torch.float32
         )
-        expected = encoding_by_formula(length, d, 10000.0 if n is None else n)
+        expected = encoding_by_formula(length, d, n=10000.0 if n is None else n)
         if not torch.allclose(encoding, expected, atol=1e-5):
             _diagnose(encoding, length, d, 10000.0 if n is None else n, call)
         expect_close(encoding, expected, f"{call}, compared with the formula entry by entry")
@@ -57,8 +59,8 @@ def check_sinusoidal_encoding(sinusoidal_encoding: Callable, seed: int = 0) -> N
 
 
 def _diagnose(encoding: torch.Tensor, length: int, d: int, n: float, call: str) -> None:
-    swapped = encoding_by_formula(length, d, n)[:, [j ^ 1 for j in range(d)]]  # columns 2i and 2i+1 exchanged
-    halves = torch.cat([encoding_by_formula(length, d, n)[:, 0::2], encoding_by_formula(length, d, n)[:, 1::2]], 1)
+    swapped = encoding_by_formula(length, d, n=n)[:, [j ^ 1 for j in range(d)]]  # columns 2i and 2i+1 exchanged
+    halves = torch.cat([encoding_by_formula(length, d, n=n)[:, 0::2], encoding_by_formula(length, d, n=n)[:, 1::2]], 1)
     mistakes = [
         (swapped, "sin and cos are swapped: even columns 2i hold the sine, odd columns 2i+1 the cosine"),
         (
@@ -67,15 +69,15 @@ def _diagnose(encoding: torch.Tensor, length: int, d: int, n: float, call: str) 
             "cosine in column 2i+1 of the same frequency",
         ),
         (
-            encoding_by_formula(length, d, n, exponent=lambda j, d: (j // 2) / d),
+            encoding_by_formula(length, d, n=n, exponent=lambda j, d: (j // 2) / d),
             "the exponent uses i/d; it is 2i/d, where 2i is the even column of the pair",
         ),
         (
-            encoding_by_formula(length, d, n, exponent=lambda j, d: j / d),
+            encoding_by_formula(length, d, n=n, exponent=lambda j, d: j / d),
             "the cosine column 2i+1 uses its own index in the exponent; both columns of a pair share 2i/d",
         ),
-        (encoding_by_formula(length, d, n, first_position=1), "positions start at 1; the first position is k = 0"),
-        (encoding_by_formula(length, d, 10000.0), f"the base n={n} was ignored; use the n argument, not 10000"),
+        (encoding_by_formula(length, d, n=n, first_position=1), "positions start at 1; the first position is k = 0"),
+        (encoding_by_formula(length, d, n=10000.0), f"the base n={n} was ignored; use the n argument, not 10000"),
     ]
     for wrong, mistake in mistakes:
         if encoding.shape == wrong.shape and torch.allclose(encoding, wrong, atol=1e-5):
@@ -93,9 +95,9 @@ def check_shift_matrix(shift_matrix: Callable, seed: int = 0) -> None:
         rotation = expect_tensor(
             call_learner(shift_matrix, delta, d, n, call=call), "shift_matrix", (d, d), torch.float32
         )
-        positions = encoding_by_formula(30, d, n)  # (t, d): rows are P(t)
+        positions = encoding_by_formula(30, d, n=n)  # (t, d): rows are P(t)
         shifted = positions @ rotation.T  # row t is R(Δ) P(t)
-        target = encoding_by_formula(30, d, n, first_position=delta)  # row t is P(t + Δ)
+        target = encoding_by_formula(30, d, n=n, first_position=delta)  # row t is P(t + Δ)
         if torch.allclose(positions @ rotation, target, atol=1e-4) and not torch.allclose(shifted, target, atol=1e-4):
             raise CheckFailed(
                 f"{call} rotates the wrong way: it maps P(t) to P(t - Δ). The 2×2 block for a pair "

@@ -10,7 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import reference
+from ..reference.nb03_multi_head_attention import MultiHeadAttention
+from ..reference.pytorch_layers import encoder_layer_parameters
 from . import (
     CheckFailed,
     built_with_seed,
@@ -164,13 +165,12 @@ def torch_encoder_layer(layer: nn.Module, num_heads: int, d_ff: int, norm_first:
     """An nn.TransformerEncoderLayer (dropout off) holding a copy of a course encoder layer's weights."""
     d_model = layer.norm1.gain.shape[0]
     twin = nn.TransformerEncoderLayer(d_model, num_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first)
-    copy_layer(layer, twin, reference.encoder_layer_parameters)
+    copy_layer(layer, twin, encoder_layer_parameters)
     return twin.eval()
 
 
-STAND_INS = {"LayerNorm": reference.LayerNorm, "FeedForward": reference.FeedForward}
 LAYER_PARTS = {
-    "self_attention": reference.MultiHeadAttention,
+    "self_attention": MultiHeadAttention,
     "feed_forward": nn.Module,
     "norm1": nn.Module,
     "norm2": nn.Module,
@@ -181,7 +181,7 @@ LAYER_PARTS = {
 def check_encoder_layer(EncoderLayer: type, seed: int = 0) -> None:  # noqa: N803 (a class)
     """Check post-LN and pre-LN against nn.TransformerEncoderLayer with copied weights, with and without a
     padding mask (with correct LayerNorm and FeedForward in place of the learner's)."""
-    with earlier_exercises_replaced(EncoderLayer.__init__, **STAND_INS):
+    with earlier_exercises_replaced(EncoderLayer.__init__, "LayerNorm", "FeedForward"):
         for norm_first in (False, True):
             call = f"EncoderLayer(d_model=8, num_heads=2, d_ff=16, norm_first={norm_first})"
             layer = _built(EncoderLayer, 8, 2, 16, norm_first=norm_first, seed=seed, call=call)
@@ -229,9 +229,7 @@ def _compare_layer(layer: nn.Module, call: str, norm_first: bool, seed: int) -> 
 @learner_facing
 def check_encoder(Encoder: type, seed: int = 0) -> None:  # noqa: N803 (a class)
     """Check a stack of 3 layers against nn.TransformerEncoder, post-LN and pre-LN (with its final norm)."""
-    with earlier_exercises_replaced(
-        Encoder.__init__, EncoderLayer=reference.EncoderLayer, LayerNorm=reference.LayerNorm
-    ):
+    with earlier_exercises_replaced(Encoder.__init__, "EncoderLayer", "LayerNorm"):
         for norm_first in (False, True):
             call = f"Encoder(num_layers=3, d_model=8, num_heads=2, d_ff=16, norm_first={norm_first})"
             encoder = _built(Encoder, 3, 8, 2, 16, norm_first=norm_first, seed=seed, call=call)
@@ -243,7 +241,7 @@ def check_encoder(Encoder: type, seed: int = 0) -> None:  # noqa: N803 (a class)
 def _compare_encoder(encoder: nn.Module, call: str, norm_first: bool, seed: int) -> None:
     layer = torch_encoder_layer(encoder.layers[0], 2, 16, norm_first)
     twin = nn.TransformerEncoder(layer, 3, norm=nn.LayerNorm(8) if norm_first else None, enable_nested_tensor=False)
-    load_stack(encoder, twin, reference.encoder_layer_parameters)
+    load_stack(encoder, twin, encoder_layer_parameters)
     x = seeded_randn(2, 5, 8, seed=seed + 1)
     real = torch.tensor([[True] * 5, [True] * 2 + [False] * 3])
     with torch.no_grad():

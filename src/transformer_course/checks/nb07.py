@@ -10,7 +10,8 @@ import warnings
 import torch
 from torch import nn
 
-from .. import reference
+from ..reference.nb05_positional_encoding import sinusoidal_encoding
+from ..reference.pytorch_layers import decoder_layer_parameters, encoder_layer_parameters, pytorch_mask
 from . import (
     CheckFailed,
     built_with_seed,
@@ -33,7 +34,7 @@ def _built_eval(cls: type, *args, seed: int, call: str, **kwargs) -> nn.Module:
 
 def _layer_twin(layer: nn.Module, norm_first: bool) -> nn.TransformerDecoderLayer:
     twin = nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first)
-    copy_layer(layer, twin, reference.decoder_layer_parameters)
+    copy_layer(layer, twin, decoder_layer_parameters)
     return twin.eval()
 
 
@@ -123,8 +124,7 @@ def _check_causality(run, x: torch.Tensor, call: str) -> None:
 def check_decoder(Decoder: type, seed: int = 0) -> None:  # noqa: N803 (a class)
     """Check a stack of 3 layers against nn.TransformerDecoder, post-LN and pre-LN (with its final norm)."""
     x, memory, causal, source_real = _inputs(seed)
-    stand_ins = {"DecoderLayer": reference.DecoderLayer, "LayerNorm": reference.LayerNorm}
-    with earlier_exercises_replaced(Decoder.__init__, **stand_ins):
+    with earlier_exercises_replaced(Decoder.__init__, "DecoderLayer", "LayerNorm"):
         for norm_first in (False, True):
             call = f"Decoder(num_layers=3, d_model=8, num_heads=2, d_ff=16, norm_first={norm_first})"
             decoder = _built_eval(Decoder, 3, D_MODEL, HEADS, D_FF, norm_first=norm_first, seed=seed, call=call)
@@ -143,7 +143,7 @@ def check_decoder(Decoder: type, seed: int = 0) -> None:  # noqa: N803 (a class)
 def _decoder_twin(decoder: nn.Module, norm_first: bool) -> nn.TransformerDecoder:
     layer = _layer_twin(decoder.layers[0], norm_first)
     twin = nn.TransformerDecoder(layer, len(decoder.layers), norm=nn.LayerNorm(D_MODEL) if norm_first else None)
-    load_stack(decoder, twin, reference.decoder_layer_parameters)
+    load_stack(decoder, twin, decoder_layer_parameters)
     return twin.eval()
 
 
@@ -156,8 +156,7 @@ SRC_VOCAB, TGT_VOCAB = 11, 13
 def check_transformer(Transformer: type, seed: int = 0) -> None:  # noqa: N803 (a class)
     """Check the logits against nn.Transformer with copied weights (embeddings × √d_model plus the sinusoidal
     encoding, final projection), masks, decoder causality, the parameter count and the embedding scale."""
-    stand_ins = {"Decoder": reference.Decoder, "DecoderLayer": reference.DecoderLayer}
-    with earlier_exercises_replaced(Transformer.__init__, **stand_ins):
+    with earlier_exercises_replaced(Transformer.__init__, "Decoder", "DecoderLayer"):
         for norm_first in (False, True):
             sizes = f"{SRC_VOCAB}, {TGT_VOCAB}, d_model=8, num_heads=2, d_ff=16, num_layers=2"
             call = f"Transformer({sizes}, norm_first={norm_first})"
@@ -190,7 +189,7 @@ def _expect_model_parts(model: nn.Module, call: str) -> None:
 
 
 def _embedded(table: nn.Embedding, tokens: torch.Tensor, scale: float = math.sqrt(D_MODEL), with_positions=True):
-    positions = reference.sinusoidal_encoding(tokens.shape[-1], D_MODEL) if with_positions else 0.0
+    positions = sinusoidal_encoding(tokens.shape[-1], D_MODEL) if with_positions else 0.0
     return table(tokens) * scale + positions  # (batch, seq, d_model)
 
 
@@ -201,12 +200,12 @@ def _twin_logits(model: nn.Module, norm_first: bool, src, tgt, source_real, targ
     twin.encoder.use_nested_tensor = False  # the slow path, which computes every position like ours
     if not norm_first:  # nn.Transformer always ends both stacks with a norm; a post-LN stack has none
         twin.encoder.norm = twin.decoder.norm = None
-    load_stack(model.encoder, twin.encoder, reference.encoder_layer_parameters)
-    load_stack(model.decoder, twin.decoder, reference.decoder_layer_parameters)
+    load_stack(model.encoder, twin.encoder, encoder_layer_parameters)
+    load_stack(model.decoder, twin.decoder, decoder_layer_parameters)
     hidden = twin(
         _embedded(model.src_embedding, src, **embedding),
         _embedded(model.tgt_embedding, tgt, **embedding),
-        tgt_mask=reference.pytorch_mask(target_mask, tgt.shape[0], tgt.shape[1], tgt.shape[1], HEADS),
+        tgt_mask=pytorch_mask(target_mask, tgt.shape[0], tgt.shape[1], tgt.shape[1], HEADS),
         src_key_padding_mask=~source_real,
         memory_key_padding_mask=~source_real,
     )

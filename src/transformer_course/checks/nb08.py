@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import reference
+from ..reference.nb04_masking import source_mask, target_mask
+from ..reference.nb07_decoder_and_full_model import Transformer
 from . import CheckFailed, call_learner, expect_close, expect_tensor, learner_facing, passed, seeded_randn
 
 PAD, BOS, EOS = 0, 1, 2  # as in transformer_course.data.translation
@@ -83,7 +84,7 @@ def _check_loss_values(sequence_loss, seed: int, pad_id: int) -> None:
         leaf = logits.clone().requires_grad_()
         loss = call_learner(sequence_loss, leaf, target, pad_id, smoothing, call=call)
         expect_tensor(loss, "sequence_loss", (), logits.dtype)
-        expected = _cross_entropy(logits, target, pad_id, smoothing)
+        expected = _cross_entropy(logits, target, pad_id=pad_id, smoothing=smoothing)
         if not torch.allclose(loss.detach(), expected, atol=1e-5):
             _diagnose_loss(loss.detach(), logits, target, pad_id, smoothing, call)
         expect_close(loss.detach(), expected, f"{call}, compared with F.cross_entropy")
@@ -95,35 +96,37 @@ def _check_loss_values(sequence_loss, seed: int, pad_id: int) -> None:
             f"{call} is {loss.item()}: log(softmax(...)) underflows to log(0) = -inf for large logits. Compute "
             "log-probabilities with torch.log_softmax, which stays finite."
         )
-    expect_close(loss.detach(), _cross_entropy(logits * 1000, target, pad_id, 0.1), call, atol=1e-3)
+    expect_close(loss.detach(), _cross_entropy(logits * 1000, target, pad_id=pad_id, smoothing=0.1), call, atol=1e-3)
 
 
-def _cross_entropy(logits, target, pad_id: int, smoothing: float, **options) -> torch.Tensor:
+def _cross_entropy(logits, target, *, pad_id: int, smoothing: float, **options) -> torch.Tensor:
+    """The oracle: F.cross_entropy over every position. pad_id and smoothing are keyword-only, so that it fits no
+    exercise's call: it is not an answer to import."""
     flat_logits, flat_target = logits.reshape(-1, logits.shape[-1]), target.reshape(-1)
     return F.cross_entropy(flat_logits, flat_target, ignore_index=pad_id, label_smoothing=smoothing, **options)
 
 
 def _diagnose_loss(loss, logits, target, pad_id: int, smoothing: float, call: str) -> None:
-    per_token = _cross_entropy(logits, target, pad_id, smoothing, reduction="none")  # 0 where padded
+    per_token = _cross_entropy(logits, target, pad_id=pad_id, smoothing=smoothing, reduction="none")  # 0 where padded
     log_p = logits.log_softmax(-1)  # (batch, n_tgt, vocab)
     right = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (batch, n_tgt)
     wrong = -log_p.sum(-1) - right  # (batch, n_tgt): summed over the vocab - 1 wrong words
     spread_over_wrong_words = (1 - smoothing) * right + smoothing * wrong / (logits.shape[-1] - 1)
     mistakes = {
         "padding positions count in your loss: leave out the positions where target == pad_id, and average "
-        "over the real tokens only": _cross_entropy(logits, target, -100, smoothing),
+        "over the real tokens only": _cross_entropy(logits, target, pad_id=-100, smoothing=smoothing),
         "you divided by the number of all positions, padding included; divide by the number of real tokens": (
             per_token.sum() / target.numel()
         ),
         "you summed over the tokens; average over the real (non-padding) tokens instead": per_token.sum(),
         "label smoothing is missing: the target distribution is (1 - smoothing) on the right word plus "
-        "smoothing / vocab on every word": _cross_entropy(logits, target, pad_id, 0.0),
+        "smoothing / vocab on every word": _cross_entropy(logits, target, pad_id=pad_id, smoothing=0.0),
         "you spread the smoothing over the vocab - 1 wrong words; here, as in PyTorch, it is spread over all "
         "vocab words, the right one too: (1 - smoothing) · one-hot + smoothing / vocab": (
             spread_over_wrong_words[target != pad_id].mean()
         ),
         "the loss has the wrong sign: it is the negative log-probability, which training makes smaller": (
-            -_cross_entropy(logits, target, pad_id, smoothing)
+            -_cross_entropy(logits, target, pad_id=pad_id, smoothing=smoothing)
         ),
     }
     for mistake, wrong_loss in mistakes.items():
@@ -139,7 +142,9 @@ def _check_gradient(loss, leaf: torch.Tensor, target, pad_id: int, smoothing: fl
         )
     (gradient,) = torch.autograd.grad(loss, leaf)
     reference_leaf = leaf.detach().clone().requires_grad_()
-    (expected,) = torch.autograd.grad(_cross_entropy(reference_leaf, target, pad_id, smoothing), reference_leaf)
+    (expected,) = torch.autograd.grad(
+        _cross_entropy(reference_leaf, target, pad_id=pad_id, smoothing=smoothing), reference_leaf
+    )
     expect_close(gradient, expected, f"{call}: the gradient with respect to the logits")
 
 
@@ -306,20 +311,20 @@ class _TableModel(_Spy):
         return best, self.score(best, alpha)
 
 
-def _greedy_check_model(seed: int) -> reference.Transformer:
+def _greedy_check_model(seed: int) -> Transformer:
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        return reference.Transformer(12, 12, d_model=16, num_heads=2, d_ff=32, num_layers=2).eval()
+        return Transformer(12, 12, d_model=16, num_heads=2, d_ff=32, num_layers=2).eval()
 
 
 def _expect_greedy_choices(model, src: torch.Tensor, words: torch.Tensor, call: str) -> None:
     """Every word up to the first EOS must be the most likely next word given the words before it: checked in
     one teacher-forced pass over BOS followed by the output."""
     decoder_input = torch.cat([torch.full_like(words[:, :1], BOS), words[:, :-1]], dim=1)  # (batch, width)
-    src_mask = reference.source_mask(src, PAD)
+    src_mask = source_mask(src, PAD)
     with torch.no_grad():
         memory = model.encode(src, src_mask)
-        logits = model.decode(decoder_input, memory, reference.target_mask(decoder_input, PAD), src_mask)
+        logits = model.decode(decoder_input, memory, target_mask(decoder_input, PAD), src_mask)
     best = logits.argmax(-1)  # (batch, width)
     for row in range(words.shape[0]):
         for position, word in enumerate(words[row].tolist()):

@@ -1,0 +1,64 @@
+"""Correct versions of exercises, under the exercises' own names, that a check of a later exercise puts in place
+of the learner's (``earlier_exercises_replaced``), so that each exercise is graded on its own.
+
+They are answers a learner could import, so no student release holds this module (autograder/release.py);
+there the checks use the learner's own earlier exercises. Each is built on PyTorch's operations or on the
+reference code.
+"""
+
+import torch
+
+from ..reference import Decoder, DecoderLayer, EncoderLayer, FeedForward, LayerNorm
+from . import pytorch_attention
+from .nb04 import real_positions, visible_to_causal_attention
+
+__all__ = [  # by notebook: 01, 02, 03, 04, 06, 07
+    "softmax",
+    "attention_weights",
+    "scaled_dot_product_attention",
+    "split_heads",
+    "merge_heads",
+    "padding_mask",
+    "causal_mask",
+    "LayerNorm",
+    "FeedForward",
+    "EncoderLayer",
+    "DecoderLayer",
+    "Decoder",
+]
+
+
+def softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Notebook 01: PyTorch's softmax."""
+    return torch.softmax(scores, dim=dim)
+
+
+def attention_weights(x: torch.Tensor) -> torch.Tensor:
+    """Notebook 01: the self-attention weights softmax(x xᵀ) from PyTorch's attention, unscaled."""
+    return pytorch_attention(x, x, x, mask=None, scale=1.0)[1]  # (..., seq, seq)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    """Notebook 02: PyTorch's attention, returning (outputs, weights)."""
+    return pytorch_attention(q, k, v, mask=mask, scale=None)
+
+
+def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """Notebook 03: (..., seq, d_model) -> (..., heads, seq, d_head), head i holding features i*d_head ... by
+    slicing them out."""
+    return torch.stack(x.chunk(num_heads, dim=-1), dim=-3)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """Notebook 03: (..., heads, seq, d_head) -> (..., seq, heads * d_head), the heads' features side by side."""
+    return torch.cat(x.unbind(dim=-3), dim=-1)
+
+
+def padding_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.Tensor:
+    """Notebook 04: (batch, 1, max_len), True at the real positions, from PyTorch's own padding utility."""
+    return real_positions(lengths, max_len=max_len)
+
+
+def causal_mask(n: int) -> torch.Tensor:
+    """Notebook 04: (n, n), True where PyTorch's causal attention lets query i see key j."""
+    return visible_to_causal_attention(n=n)

@@ -1,13 +1,12 @@
 """Grading a class in parallel: each (student, assignment) is autograded by nbgrader in a scratch copy of the
-course directory, checked again by the sealed verification, and written into the class gradebook by this
-process alone.
+course directory, and written into the class gradebook by this process alone. nbgrader's autograde runs the
+course's steps (``verification.py``): the kernel in the sandbox, then the sealed verification.
 
 Why a sandbox. The student's code runs in nbgrader's kernel and in the sealed run, and both run in the
 grading sandbox (``sandbox.py``): it sees no class folder, no gradebook, no source notebook and no other
 submission, has no network, and every process it starts ends with the job. nbgrader itself, which reads the
-gradebook and restores the hidden tests, runs outside and sends them to the kernel as code to run. nbgrader
-starts its kernel from a kernel spec of this job's (``course-sandbox``), which starts the kernel through the
-sandbox; the kernel talks to nbgrader over Unix sockets in a folder that only the two share.
+gradebook and restores the hidden tests, runs outside and sends them to the kernel as code to run; the kernel
+talks to nbgrader over Unix sockets in a folder that only the two share (``verification.SandboxedExecute``).
 
 Why scratch copies. Running ``nbgrader autograde --student X`` for several students at once against one
 SQLite gradebook worked in our trials (SQLite makes concurrent writers wait up to 5 s), but it rests on file
@@ -24,11 +23,9 @@ notebook 07 autogrades under a 512 MiB data limit, and needs about 1.5 GiB of ad
 """
 
 import contextlib
-import json
 import math
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -45,43 +42,17 @@ import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
 
-from autograder import sealed, structure
 from autograder.cells import grade_id, is_test, points
 from autograder.sandbox import Sandbox
+from autograder.verification import NOT_VERIFIED, VERIFICATION
 
 NO_END = "did not finish within"  # what the log says of an nbgrader run that had to be stopped
 START_UP_ALLOWANCE = 120.0  # seconds for nbgrader and its kernel to start, on top of the cells' limits
+# Files nbgrader's exchange puts beside a submission: when it was submitted, and the secret that feedback is released
+# under (nbgrader release_feedback reads it from feedback/, which generate_feedback copies from autograded/).
+NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")
 CELL_TIMEOUT = 120.0  # seconds; the same limit the course's nbgrader_config.py sets for nbgrader run by hand
-MEMORY_LIMIT = 2 * 2**30  # bytes of data per process: notebook 07 needs about 350 MiB
-SANDBOX_KERNEL = "course-sandbox"  # the kernel spec each job writes for nbgrader: ipykernel in the sandbox
-# How the sandboxed kernel starts: ipykernel, except that a process the student's code forks (a fork bomb's copies
-# of the kernel) gives up the kernel's sockets at once and waits forever if it tries to send the kernel's messages:
-# copies of the kernel would otherwise answer nbgrader in its name and garble its channels. Waiting, a copy keeps
-# its place under the process limit, so the bomb runs out of places and stops, as in the sealed run
-# (sealed_runner.stay_out_if_forked). The sandbox ends them all with the kernel.
-KERNEL_START = """\
-import os, time
-import jupyter_client.session
-def _wait_forever(*args, **kwargs):
-    while True:
-        time.sleep(3600)
-def _forked():
-    jupyter_client.session.Session.send = _wait_forever
-    for fd in map(int, os.listdir("/proc/self/fd")):
-        try:
-            kind = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if kind.startswith(("socket:", "anon_inode:[event")):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-os.register_at_fork(after_in_child=_forked)
-from ipykernel import kernelapp
-kernelapp.launch_new_instance()
-"""
-
+MEMORY_LIMIT = Sandbox.memory  # bytes of data per process, the grading workers included
 SCRATCH_CONFIG = """\
 # A scratch copy of the class, for one student and one assignment; the class's settings, these folders.
 c = get_config()  # noqa: F821
@@ -125,6 +96,7 @@ class NotebookResult:
     notes: list[str] = field(default_factory=list)  # what else happened: tampering, faults, nbgrader's errors
     submitted: bool = True
     graded_by_nbgrader: bool = True
+    verification_seconds: float = 0.0  # of nbgrader's run, the sealed verification's share
 
     @property
     def points(self) -> float:
@@ -219,7 +191,7 @@ def prepare_worker(memory: int, threads: int) -> None:
 
 
 def grade(job: Job) -> Outcome:
-    """Autograde one student's assignment in a scratch course directory, then verify it sealed."""
+    """Autograde one student's assignment in a scratch course directory (the sealed verification included)."""
     scratch = Path(tempfile.mkdtemp(prefix=f"grade-{job.assignment[:2]}-"))
     outcome = Outcome(job.student, job.assignment, scratch=scratch)
     set_up_scratch(job, scratch, outcome)
@@ -228,7 +200,8 @@ def grade(job: Job) -> Outcome:
     outcome.seconds["nbgrader"] = time.perf_counter() - start
     for source_path in sorted((job.root / "source" / job.assignment).glob("*.ipynb")):
         outcome.notebooks.append(grade_notebook(job, scratch, source_path, log))
-    outcome.seconds["verification"] = time.perf_counter() - start - outcome.seconds["nbgrader"]
+    outcome.seconds["verification"] = sum(notebook.verification_seconds for notebook in outcome.notebooks)
+    outcome.seconds["nbgrader"] -= outcome.seconds["verification"]
     return outcome
 
 
@@ -237,7 +210,8 @@ def set_up_scratch(job: Job, scratch: Path, outcome: Outcome) -> None:
     db_url = f"sqlite:///{scratch / 'gradebook.db'}"
     config = SCRATCH_CONFIG.format(class_config=str(job.root / "nbgrader_config.py"), root=str(scratch), db_url=db_url)
     (scratch / "nbgrader_config.py").write_text(config, encoding="utf-8")
-    (scratch / "source").symlink_to(job.root / "source", target_is_directory=True)
+    for folder in ("source", "release"):  # the sealed verification reads both
+        (scratch / folder).symlink_to(job.root / folder, target_is_directory=True)
     shutil.copy(job.template, scratch / "gradebook.db")
     submitted = job.root / "submitted" / job.student / job.assignment
     copy = scratch / "submitted" / job.student / job.assignment
@@ -247,7 +221,7 @@ def set_up_scratch(job: Job, scratch: Path, outcome: Outcome) -> None:
     for path in sorted(submitted.rglob("*")) if submitted.is_dir() else []:
         if not path.is_file() or ".ipynb_checkpoints" in path.parts:
             continue
-        if path.parent == submitted and path.name in {*expected, "timestamp.txt"}:
+        if path.parent == submitted and path.name in {*expected, *NBGRADER_FILES}:
             shutil.copy(path, copy / path.name)
         else:
             extra.append(path.relative_to(submitted))
@@ -283,9 +257,8 @@ def run_nbgrader(job: Job, scratch: Path) -> str:
         "--force",
         f"--ExecutePreprocessor.timeout={math.ceil(job.limits.cell_timeout)}",  # nbgrader takes whole seconds
     ]
+    command += [f"--GradingSandbox.enabled={job.limits.sandbox}", f"--GradingSandbox.memory={job.limits.memory}"]
     env = {**os.environ, "PATH": path_with_this_python()}
-    if job.limits.sandbox:
-        command += sandboxed_kernel(scratch, env)
     process = subprocess.Popen(
         command, cwd=scratch, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -294,29 +267,12 @@ def run_nbgrader(job: Job, scratch: Path) -> str:
         for path in (job.root / "source" / job.assignment).glob("*.ipynb")
         for cell in nbformat.read(path, as_version=4).cells
     )
-    deadline = START_UP_ALLOWANCE + code_cells * job.limits.cell_timeout
+    deadline = START_UP_ALLOWANCE + 2 * code_cells * job.limits.cell_timeout  # the kernel's run, then the sealed one
     try:
         return process.communicate(timeout=deadline)[0]
     except subprocess.TimeoutExpired:
         stop_with_children(process)
         return process.communicate()[0] + f"\nnbgrader {NO_END} {deadline:.0f} s and was stopped"
-
-
-def sandboxed_kernel(scratch: Path, env: dict[str, str]) -> list[str]:
-    """Make nbgrader start its kernel in the sandbox: a kernel spec of the job's own, found first on JUPYTER_PATH and
-    named on the command line (so a notebook's metadata cannot pick another kernel), and Unix sockets in a folder
-    shared with the sandbox (it has no network to talk over). Returns nbgrader's extra options; sets ``env``."""
-    runtime, specs = scratch / "runtime", scratch / "jupyter"
-    runtime.mkdir()
-    spec = specs / "kernels" / SANDBOX_KERNEL
-    spec.mkdir(parents=True)
-    kernel = [sys.executable, "-c", KERNEL_START, "-f", "{connection_file}"]
-    argv = Sandbox(shared=(str(runtime),)).launcher(scratch / "sandbox.json") + ["--", *kernel]
-    kernel_spec = {"argv": argv, "display_name": "Python 3 (grading sandbox)", "language": "python"}
-    (spec / "kernel.json").write_text(json.dumps(kernel_spec), encoding="utf-8")
-    env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(specs), env.get("JUPYTER_PATH")]))
-    connection = f"--KernelManager.connection_file={runtime / 'kernel.json'}"  # and the sockets beside it
-    return [f"--ExecutePreprocessor.kernel_name={SANDBOX_KERNEL}", "--KernelManager.transport=ipc", connection]
 
 
 def stop_with_children(process: subprocess.Popen) -> None:
@@ -342,66 +298,58 @@ def grade_notebook(job: Job, scratch: Path, source_path: Path, log: str) -> Note
     submitted_path = scratch / "submitted" / job.student / job.assignment / source_path.name
     autograded_path = scratch / "autograded" / job.student / job.assignment / source_path.name
     result.submitted, result.graded_by_nbgrader = submitted_path.exists(), autograded_path.exists()
-    verdict = None
+    overruled = {}
     if not result.submitted:
         result.notes.append(f"{source_path.name} was not submitted")
+    elif result.graded_by_nbgrader:
+        overruled = verification_of(autograded_path, source, result)
     else:
-        verdict = verify(job, scratch, source, submitted_path, result)
-        if not result.graded_by_nbgrader:
-            result.notes.append(f"nbgrader could not grade it: {nbgrader_error(log)}")
+        result.notes += unreadable(submitted_path)
+        result.notes.append(f"nbgrader could not grade it: {nbgrader_error(log)}")
     scores = scores_in(scratch, job, source_path.stem)
     in_kernel = failures_in(autograded_path) if result.graded_by_nbgrader else {}
     for cell in (cell for cell in source.cells if is_test(cell)):
-        result.tests.append(
-            test_result(cell, scores.get(grade_id(cell)), in_kernel.get(grade_id(cell)), verdict, result)
-        )
-    if any(test.overruled for test in result.tests):
-        mark_overruled(autograded_path, result)
+        name = grade_id(cell)
+        result.tests.append(test_result(cell, scores.get(name), in_kernel.get(name), overruled.get(name), result))
     return result
 
 
-def test_result(cell, score: float | None, error: str | None, verdict, result: NotebookResult) -> TestResult:
-    """A test's final score: nbgrader's, unless the sealed run failed it or could not run at all."""
+def verification_of(autograded_path: Path, source, result: NotebookResult) -> dict[str, str]:
+    """What the sealed verification (run inside nbgrader's autograde, verification.py) found: its notes go into
+    ``result``; returns the tests it failed, with why. A notebook graded without it earns nothing unverified."""
+    found = nbformat.read(autograded_path, as_version=4).metadata.get(VERIFICATION)
+    if found is None:
+        result.notes.append("the sealed verification did not run (the class's nbgrader_config.py leaves it out)")
+        return {grade_id(cell): NOT_VERIFIED for cell in source.cells if is_test(cell) and points(cell)}
+    result.notes += found["notes"]
+    result.verification_seconds = found["seconds"]
+    return found["overruled"]
+
+
+def unreadable(path: Path) -> list[str]:
+    """Why a submitted file is not a notebook, if it is not one."""
+    try:
+        nbformat.read(path, as_version=4)
+    except Exception as error:  # nbformat raises several kinds for a file that is not a notebook
+        return [f"{path.name} could not be read as a notebook: {type(error).__name__}: {error}"]
+    return []
+
+
+def test_result(
+    cell, score: float | None, error: str | None, overruled: str | None, result: NotebookResult
+) -> TestResult:
+    """A test's final score: nbgrader's, in which the sealed verification has already failed the tests that did not
+    pass there (``overruled``: why)."""
     test = TestResult(grade_id(cell), points(cell), score or 0.0, error)
     if not result.graded_by_nbgrader:
         test.points, test.message = 0.0, "not graded (see the notes)" if result.submitted else "not submitted"
     elif score is None:
         test.unscored, test.message = True, "nbgrader did not run it: the test cell is missing from the submission"
-    elif test.points and verdict is None:
-        test.points, test.message = 0.0, "could not be verified (see the notes)"
-    elif test.points and (failure := verdict.failure(test.name)):
-        test.points, test.message, test.overruled = 0.0, f"{failure} (in nbgrader's kernel it passed)", True
+    elif overruled:
+        test.points, test.message, test.overruled = 0.0, overruled, overruled != NOT_VERIFIED
     if test.points == test.max_points:
         test.message = None
     return test
-
-
-def verify(job: Job, scratch: Path, source, submitted_path: Path, result: NotebookResult):
-    """Structural comparison and sealed run of one submitted notebook; notes go into ``result``."""
-    try:
-        submitted = nbformat.read(submitted_path, as_version=4)
-    except Exception as error:  # nbformat raises several kinds for a file that is not a notebook
-        result.notes.append(f"{submitted_path.name} could not be read as a notebook: {type(error).__name__}: {error}")
-        return None
-    released = nbformat.read(job.root / "release" / job.assignment / submitted_path.name, as_version=4)
-    result.notes += [finding.text for finding in structure.compare(released, submitted)]
-    program = sealed.program(source, released, submitted)
-    workdir = scratch / "sealed" / submitted_path.stem
-    verdict = sealed.verify(program, workdir, job.limits.cell_timeout, sandboxed=job.limits.sandbox)
-    for cell, error in verdict.cell_errors.items():
-        result.notes.append(f"{cell_phrase(cell)} failed: {error}")
-    for cell, changes in verdict.tampering.items():
-        result.notes.append(f"your code in {cell} " + "; ".join(changes))
-    if verdict.forged:
-        result.notes.append(f"your code wrote {verdict.forged} line(s) to the verification's channel; ignored")
-    if verdict.stopped:
-        result.notes.append(f"in the sealed run, {verdict.stopped}")
-    return verdict
-
-
-def cell_phrase(name: str) -> str:
-    """A student's cell as the report names it: by its exercise, or as the sealed run described an added one."""
-    return name if name.startswith("the cell") else f"your cell {name}"
 
 
 def gradebook_of(root: Path) -> Gradebook:
@@ -443,22 +391,6 @@ def nbgrader_error(log: str) -> str:
         if any(marker in line for marker in known):
             return line.strip().removeprefix("[AutogradeApp | ERROR]").strip()
     return "see nbgrader's log"
-
-
-def mark_overruled(autograded: Path, result: NotebookResult) -> None:
-    """Show, in the notebook the feedback is made from, why a test that passed in the kernel earns nothing."""
-    overruled = {test.name: test.message for test in result.tests if test.overruled}
-    notebook = nbformat.read(autograded, as_version=4)
-    for cell in notebook.cells:
-        if grade_id(cell) in overruled:
-            text = overruled[grade_id(cell)]
-            cell.outputs.append(
-                nbformat.v4.new_output(
-                    "error", ename="SealedVerification", evalue=text, traceback=[f"SealedVerification: {text}"]
-                )
-            )
-    autograded.chmod(autograded.stat().st_mode | stat.S_IWUSR)  # nbgrader leaves it read-only
-    nbformat.write(notebook, autograded)
 
 
 @contextlib.contextmanager

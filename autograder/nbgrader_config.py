@@ -25,6 +25,20 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 # grading commands pass their --cell-timeout, 120 s by default, to nbgrader and to the sealed run alike.)
 c.ExecutePreprocessor.timeout = 120
 
+# Every autograde (the course's `class autograde`, `nbgrader autograde` by hand, the formgrader's button) runs the
+# kernel in the grading sandbox and the sealed verification before the scores are saved (autograder/verification.py).
+# Grading without the sandbox: c.GradingSandbox.enabled = False (only for code you trust).
+c.Autograde.autograde_preprocessors = [
+    "autograder.verification.SandboxedExecute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "autograder.verification.SealedVerification",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+
 # Feedback shows no hidden test code and no machine paths, and each failed test as its message, listed first too
 # (autograder/feedback.py).
 c.GenerateFeedback.preprocessors = [
@@ -35,3 +49,13 @@ c.GenerateFeedback.preprocessors = [
     "autograder.feedback.NoMachinePaths",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+
+# Of several uploads of one student's same notebook in a download, zip_collect takes the newest by the upload id that
+# Canvas puts in the file name (autograder/lms.py); without upload ids it behaves as nbgrader's own collector. (Plugins
+# are named here, not on nbgrader's command line: there nbgrader imports them before this file puts the repository on
+# the import path.)
+c.ZipCollectApp.collector_plugin = "autograder.lms.NewestUpload"
+
+# A notebook handed in after the due date loses a share of its score per started day late, at most all of it
+# (autograder/late_penalty.py). The share, 0.1 unless a class sets its own: c.PenaltyPerDayLate.fraction_per_day.
+c.AssignLatePenalties.plugin_class = "autograder.late_penalty.PenaltyPerDayLate"

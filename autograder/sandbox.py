@@ -18,7 +18,7 @@ the process the grader started, signals and kills it as before is the sandbox it
 
 Run as root (CI, a grading server), the code inside runs as an unprivileged user of its own: user namespaces
 would map it to root, for which the kernel enforces no process limit. Run as another user, it runs as that user
-in a user namespace of its own. The memory limit is set by the grading worker (RLIMIT_DATA) and inherited.
+in a user namespace of its own.
 
 Only the standard library is used: this file runs as a script, outside the course's packages.
 """
@@ -65,6 +65,10 @@ class Sandbox:
     shared: tuple[str, ...] = ()  # read-write folders shared with the grader
     processes: int = 256  # threads count too: a kernel that has used PyTorch on 2 threads runs 14
     disk: int = 512 * 2**20  # bytes of the private temporary folder, which lives in memory
+    # Bytes each process may write to (RLIMIT_DATA): an allocation past it fails in the student's cell instead of
+    # taking the machine's memory. Not RLIMIT_AS: torch reserves far more address space than it uses (notebook 07
+    # runs in 512 MiB of data and needs about 1.5 GiB of address space); notebook 07 needs about 350 MiB.
+    memory: int = 2 * 2**30
 
     def launcher(self, settings: Path) -> list[str]:
         """The command that starts a program in this sandbox: append ``--`` and the program's command."""
@@ -80,7 +84,16 @@ class Sandbox:
         arguments += parent_folders(readable) + [item for path in readable for item in ("--ro-bind", path, path)]
         arguments += parent_folders(self.shared) + [item for path in self.shared for item in ("--bind", path, path)]
         arguments += ["--chdir", WORK, "--clearenv", *environment()]
-        return [*arguments, "--", *drop_privileges(uid), "prlimit", f"--nproc={self.processes}", "--", *command]
+        return [
+            *arguments,
+            "--",
+            *drop_privileges(uid),
+            "prlimit",
+            f"--nproc={self.processes}",
+            f"--data={self.memory}",
+            "--",
+            *command,
+        ]
 
 
 def isolation(uid: int | None) -> list[str]:

@@ -2,7 +2,8 @@
 
 Anything that runs in the student's kernel can be forged by the student's code in that kernel: it can replace
 ``torch.allclose`` or a check, swallow the test's exception, rewrite later cells before IPython runs them, or
-print "passed". So after nbgrader has autograded a submission, the autograder builds a program from the
+print "passed". So once nbgrader's kernel has run a submission, and before nbgrader saves its scores
+(``verification.SealedVerification``, a step of nbgrader's autograde), the course builds a program from the
 instructor's source notebook, in the source's order (the course's cells and the test cells, hidden tests
 included, from the source; the answer cells, and any cells the student added, from the submission) and runs
 it in a fresh Python process (``sealed_runner.py``), in the grading sandbox unless the instructor chose none.
@@ -20,7 +21,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import nbformat
@@ -99,15 +100,17 @@ def is_added(cell: dict) -> bool:
     return cell["name"].startswith("the cell you added")
 
 
-def verify(cells: list[dict], workdir: Path, cell_timeout: float, sandboxed: bool = True) -> SealedVerdict:
-    """Run the program in a fresh process, sandboxed or in an empty folder, and collect its verdicts."""
+def verify(cells: list[dict], workdir: Path, cell_timeout: float, sandbox: Sandbox | None) -> SealedVerdict:
+    """Run the program in a fresh process, in ``sandbox`` or (None) in an empty folder, and collect its verdicts."""
     workdir.mkdir(parents=True, exist_ok=True)
     empty = workdir / "run"
     empty.mkdir(exist_ok=True)
     secret = secrets.token_hex(16)
     read_end, write_end = os.pipe()
     # In the sandbox, the runner's own file is all it sees of the autograder.
-    launcher = Sandbox(readable=(str(RUNNER),)).launcher(workdir / "sandbox.json") + ["--"] if sandboxed else []
+    if sandbox is not None:
+        sandbox = replace(sandbox, readable=(*sandbox.readable, str(RUNNER)))
+    launcher = [] if sandbox is None else sandbox.launcher(workdir / "sandbox.json") + ["--"]
     with open(workdir / "output.txt", "wb") as output:
         process = subprocess.Popen(
             [*launcher, sys.executable, "-I", str(RUNNER), str(write_end)],

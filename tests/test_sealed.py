@@ -9,6 +9,7 @@ import pytest
 
 from autograder import sealed, structure
 from autograder.pipeline import NOTEBOOKS, SOLUTIONS, assignments
+from autograder.sandbox import Sandbox
 from autograder.submissions import filled_in, solution_code
 
 FIRST = assignments()[0]
@@ -20,7 +21,7 @@ def run(*student_cells: str, timeout: float = 20.0, tmp_path) -> sealed.SealedVe
     cells = [sealed.role("course", "setup", "import math")]
     cells += [sealed.role("student", f"answer{number}", source) for number, source in enumerate(student_cells)]
     cells.append(sealed.role("test", "test_square", "assert square(3) == 9 and math.sqrt(16) == 4"))
-    return sealed.verify(cells, tmp_path, timeout)
+    return sealed.verify(cells, tmp_path, timeout, Sandbox())
 
 
 def test_an_honest_answer_passes(tmp_path):

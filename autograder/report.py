@@ -1,6 +1,9 @@
 """Grading results as text: a table per notebook (exercise, points, what went wrong), and a class summary."""
 
+import math
 import textwrap
+from dataclasses import dataclass
+from datetime import datetime
 
 from autograder.grading import NotebookResult, Outcome
 
@@ -35,6 +38,43 @@ def wrapped(text: str, indent: str, first: str) -> list[str]:
         lines += textwrap.wrap(paragraph, LINE_WIDTH, initial_indent=first, subsequent_indent=indent) or [first]
         first = indent
     return lines
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """When a submission was handed in and due (UTC, as nbgrader keeps them), and what that cost."""
+
+    submitted: datetime | None = None
+    due: datetime | None = None
+    seconds_late: float = 0.0
+    penalty: float = 0.0  # nbgrader's late_submission_penalty, of all the assignment's notebooks
+    marked_late: bool = False  # the LMS named it late, in a download without times
+
+
+def lateness_note(lateness: Lateness) -> str | None:
+    """One line for the report: 'submitted …, due …: 1 d 2 h late, late penalty 2 points'; nothing when there is
+    neither a submission time nor a late mark."""
+    if lateness.submitted is None:
+        if lateness.marked_late:
+            return "the LMS marked this submission late, but its download has no submission time: no late penalty"
+        return None
+    times = f"submitted {utc(lateness.submitted)}" + (f", due {utc(lateness.due)}" if lateness.due else "")
+    if lateness.due is None:
+        return times
+    if lateness.seconds_late <= 0:
+        return f"{times}: on time"
+    return f"{times}: {duration(lateness.seconds_late)} late, late penalty {points(lateness.penalty)} points"
+
+
+def utc(moment: datetime) -> str:
+    return f"{moment:%Y-%m-%d %H:%M} UTC"
+
+
+def duration(seconds: float) -> str:
+    """'1 d 2 h 5 min', to the started minute."""
+    days, minutes = divmod(math.ceil(seconds / 60), 24 * 60)
+    parts = [(days, "d"), *zip(divmod(minutes, 60), ("h", "min"), strict=True)]
+    return " ".join(f"{count} {unit}" for count, unit in parts if count)
 
 
 def outcome_report(outcome: Outcome, heading: bool = True) -> str:

@@ -23,7 +23,9 @@ STEM = NOTEBOOK.removesuffix(".ipynb")
     [
         (f"extracted/alice/{NOTEBOOK}", "alice"),
         (f"extracted/alice_smith/{NOTEBOOK}", "alice_smith"),
-        (f"extracted/download/bob_late_1234_5678_{STEM}-1.ipynb", "bob"),
+        (f"extracted/download/bob_late_1234_5678_{STEM}-1.ipynb", "1234"),  # Canvas: the user id
+        (f"extracted/download/smithbob_LATE_1234_5678_Copy of {STEM}.ipynb", "1234"),
+        (f"extracted/download/bob_1234_{NOTEBOOK}", "bob"),  # one number: not Canvas' name
         (f"extracted/download/carol/{STEM} (2).ipynb", "carol"),
         ("extracted/dave/notes.ipynb", None),
     ],
@@ -55,10 +57,10 @@ def test_collect_takes_lms_zip_files_and_folders(tmp_path):
 def test_collect_names_the_files_of_two_students_with_the_same_name(tmp_path):
     course = CourseDirectory.create(tmp_path / "class")
     course.release([FIRST])
-    with zipfile.ZipFile(tmp_path / "lms.zip", "w") as archive:
-        for user_id in ("1234", "9876"):
-            archive.writestr(f"alice_{user_id}_1_{NOTEBOOK}", nbformat.writes(course.released(FIRST)[NOTEBOOK]))
-    with pytest.raises(ValueError, match=f"alice: lms/alice_1234_1_{NOTEBOOK}, lms/alice_9876_1_{NOTEBOOK}"):
+    with zipfile.ZipFile(tmp_path / "lms.zip", "w") as archive:  # an LMS that names students by name alone
+        for upload in ("first", "second"):
+            archive.writestr(f"alice_{upload}_{NOTEBOOK}", nbformat.writes(course.released(FIRST)[NOTEBOOK]))
+    with pytest.raises(ValueError, match=f"alice: lms/alice_first_{NOTEBOOK}, lms/alice_second_{NOTEBOOK}"):
         course.collect(FIRST, [tmp_path / "lms.zip"])
 
 

@@ -1,0 +1,141 @@
+"""The round trip with the LMS (Canvas): a download collected by user id, the roster, due dates and the late
+penalty, and the grades file Canvas imports."""
+
+import csv
+import json
+import re
+import shutil
+import zipfile
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder import cli
+from autograder.course_directory import LATE_MARKS, CourseDirectory
+from autograder.grading import Limits
+from autograder.late_penalty import DAY, late_penalty
+from autograder.lms import CANVAS_STUDENT_COLUMNS, POINTS_POSSIBLE, RosterStudent, read_roster
+from autograder.pipeline import NOTEBOOKS, assignments
+from autograder.samples import Assignment
+
+FIRST, SECOND = assignments()[:2]
+(NOTEBOOK,) = [path.name for path in (NOTEBOOKS / FIRST).glob("*.ipynb")]
+STEM = NOTEBOOK.removesuffix(".ipynb")
+
+# Canvas' gradebook export: a byte-order mark, the Points Possible row, two students of the same name.
+CANVAS_GRADEBOOK = (
+    "\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,Notebook 1 (7001)\n"
+    "    Points Possible,,,,,10\n"
+    '"Smith, Alice",1234,S-1,asmith@uni.example,Section A,\n'
+    '"Smith, Alice",9876,S-2,alice.smith,Section B,\n'
+)
+NBGRADER_STUDENTS = "id,first_name,last_name,email\n5555,Bob,Jones,bob@uni.example\n"
+
+
+def test_the_late_penalty_is_a_share_of_the_score_per_started_day():
+    assert late_penalty(10, 0, 0.1) == 0
+    assert late_penalty(10, 1, 0.1) == pytest.approx(1)  # a second late is a started day
+    assert late_penalty(10, DAY, 0.1) == pytest.approx(1)
+    assert late_penalty(10, DAY + 1, 0.1) == pytest.approx(2)
+    assert late_penalty(10, 30 * DAY, 0.1) == 10  # at most the whole score
+
+
+def test_a_roster_is_nbgraders_student_csv_or_canvas_gradebook_export(tmp_path):
+    (tmp_path / "canvas.csv").write_text(CANVAS_GRADEBOOK, encoding="utf-8")
+    (tmp_path / "nbgrader.csv").write_text(NBGRADER_STUDENTS, encoding="utf-8")
+    assert read_roster(tmp_path / "canvas.csv") == [
+        RosterStudent("1234", "Alice", "Smith", "asmith@uni.example", "1234", "S-1", "asmith@uni.example", "Section A"),
+        RosterStudent("9876", "Alice", "Smith", "", "9876", "S-2", "alice.smith", "Section B"),  # a login, no email
+    ]
+    assert read_roster(tmp_path / "nbgrader.csv") == [RosterStudent("5555", "Bob", "Jones", "bob@uni.example")]
+    (tmp_path / "other.csv").write_text("name,mail\nBob,bob@uni.example\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="neither nbgrader's student CSV"):
+        read_roster(tmp_path / "other.csv")
+
+
+@pytest.mark.grading
+def test_collect_tells_canvas_students_apart_by_user_id_and_accounts_for_every_file(tmp_path, capsys):
+    course = CourseDirectory.create(tmp_path / "class")
+    # Collecting needs only the student versions in release/: notebooks/ holds them (tests/test_notebooks.py), and
+    # copying them saves nbgrader's 5 s of generating them again.
+    shutil.copytree(NOTEBOOKS / FIRST, course.root / "release" / FIRST)
+    released = course.released(FIRST)[NOTEBOOK]
+    resubmitted = Assignment.of(FIRST, {NOTEBOOK: released}).notebook_with()
+    files = {
+        f"smithalice_1234_101_{NOTEBOOK}": nbformat.writes(released),
+        f"smithalice_9876_102_{NOTEBOOK}": nbformat.writes(released),  # another Alice Smith
+        f"jonesbob_5555_103_{NOTEBOOK}": nbformat.writes(released),
+        f"jonesbob_LATE_5555_204_{STEM}-1.ipynb": nbformat.writes(resubmitted),  # his late resubmission
+        f"leecarol_7777_105_{STEM} final.ipynb": nbformat.writes(released),  # renamed: not a notebook of FIRST
+        "leecarol_7777_106_notes.txt": "notes",
+    }
+    with zipfile.ZipFile(tmp_path / "submissions.zip", "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    assert cli.main(["class", "collect", FIRST, str(tmp_path / "submissions.zip"), "--course", str(course.root)]) == 0
+    printed = capsys.readouterr().out
+    assert "submissions of 3 student(s) in submitted/: 1234, 5555, 9876" in printed
+    assert "Marked late by the LMS (no submission time in the download): 5555" in printed
+    submitted = course.root / "submitted"
+    assert (submitted / "5555" / FIRST / NOTEBOOK).read_text(encoding="utf-8") == nbformat.writes(resubmitted)
+    assert not (submitted / "5555" / FIRST / "timestamp.txt").exists()  # Canvas' zip has no submission times
+    # Every file: collected (three) or named with the reason it was not.
+    not_collected = {name: reason for name, reason in re.findall(r"!! not collected: submissions/(.+?): (.+)", printed)}
+    assert sorted(not_collected) == sorted(name for name in files if name.startswith(("jonesbob_5555", "leecarol")))
+    assert not_collected[f"jonesbob_5555_103_{NOTEBOOK}"].startswith("an earlier upload of 5555's")
+    assert "matches no notebook" in not_collected[f"leecarol_7777_105_{STEM} final.ipynb"]
+    assert json.loads((course.root / LATE_MARKS).read_text(encoding="utf-8")) == {f"5555/{FIRST}": True}
+
+
+@pytest.mark.grading
+def test_a_due_date_needs_its_time_zone(tmp_path, capsys):
+    course = CourseDirectory.create(tmp_path / "class")
+    assert cli.main(["class", "due", FIRST, "2027-03-01T23:59", "--course", str(course.root)]) == 2
+    assert "is not an ISO time with its zone" in capsys.readouterr().err
+
+
+@pytest.mark.grading
+def test_a_late_submission_loses_the_penalty_in_gradebook_report_and_canvas_file(tmp_path, capsys):
+    """The whole path: roster (both formats), due dates, a submission time, one real autograde, the exports."""
+    course = CourseDirectory.create(tmp_path / "class")
+    course.release([FIRST])
+    (tmp_path / "canvas.csv").write_text(CANVAS_GRADEBOOK, encoding="utf-8")
+    (tmp_path / "students.csv").write_text(NBGRADER_STUDENTS, encoding="utf-8")
+    for command in (
+        ["roster", str(tmp_path / "canvas.csv"), str(tmp_path / "students.csv")],
+        ["due", FIRST, "2027-03-01T23:59+01:00"],
+    ):
+        assert cli.main(["class", *command, "--course", str(course.root)]) == 0
+    assert "Imported 3 student(s)" in capsys.readouterr().out
+    with course.gradebook() as gradebook:  # as `class due` would, but without nbgrader's start-up time
+        gradebook.update_or_create_assignment(SECOND)  # in the gradebook, but not handed out
+    solved = Assignment.of(FIRST, course.released(FIRST)).notebook_with()
+    # nbgrader's timestamp.txt: 1 d 1 h 1 min after the due date (22:59 UTC), so two started days late.
+    course.submit("1234", FIRST, {NOTEBOOK: solved}, {"timestamp.txt": "2027-03-03 00:00:00+00:00"})
+    (outcome,) = course.autograde(limits=Limits(cell_timeout=60, workers=1))
+    score = sum(notebook.points for notebook in outcome.notebooks)
+    assert score > 0 and outcome.graded, outcome.messages
+    penalty = late_penalty(score, DAY + 3660, 0.1)
+    assert penalty == pytest.approx(0.2 * score)  # the course's rule: 10 % per started day
+
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gradebook:
+        assert gradebook.find_submission(FIRST, "1234").late_submission_penalty == pytest.approx(penalty)
+    report = (course.root / "reports" / "1234" / FIRST / "report.txt").read_text(encoding="utf-8")
+    expected = f"submitted 2027-03-03 00:00 UTC, due 2027-03-01 22:59 UTC: 1 d 1 h 1 min late, late penalty {penalty:g}"
+    assert expected in report, report
+
+    rows = {row["student_id"]: row for row in course.grades() if row["assignment"] == FIRST}
+    assert (rows["9876"]["first_name"], rows["9876"]["last_name"], rows["9876"]["email"]) == ("Alice", "Smith", "")
+    assert (rows["5555"]["last_name"], rows["5555"]["email"]) == ("Jones", "bob@uni.example")
+
+    assert cli.main(["class", "export", "--canvas", str(tmp_path / "to-canvas.csv"), "--course", str(course.root)]) == 0
+    with open(tmp_path / "to-canvas.csv", newline="", encoding="utf-8") as file:
+        header, points_possible, *students = list(csv.reader(file))
+    assert header == CANVAS_STUDENT_COLUMNS + [FIRST]  # not SECOND: not handed out
+    assert points_possible[0] == POINTS_POSSIBLE and float(points_possible[5]) == outcome.notebooks[0].max_points
+    assert students == [
+        ["Jones, Bob", "5555", "", "", "", ""],  # nothing handed in: no grade
+        ["Smith, Alice", "1234", "S-1", "asmith@uni.example", "Section A", f"{score - penalty:g}"],
+        ["Smith, Alice", "9876", "S-2", "alice.smith", "Section B", ""],
+    ]

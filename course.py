@@ -10,7 +10,8 @@
     python3.11 course.py generate   regenerate notebooks/ from solutions/ (for maintainers)
     python3.11 course.py new-class DIR   the same as `class new DIR`
 
-Only the standard library is used before the environment exists.
+A student release (`class release-package`) holds only what `lab` needs; there the other commands say that they
+belong to the instructor's repository. Only the standard library is used before the environment exists.
 """
 
 import hashlib
@@ -34,6 +35,14 @@ BROWSER_RECORD = REPO / ".course" / "browser"  # the browser test's screenshots 
 # The grading sandbox (autograder/sandbox.py) is Debian's bubblewrap; the grading tests run every submission in it.
 BWRAP = Path("/usr/bin/bwrap")
 BWRAP_PACKAGES = ("bubblewrap",)
+# The folders of the full repository that each command needs, beyond what a student release holds.
+INSTRUCTOR_FOLDERS = {
+    "check": ("tests", "solutions", "autograder"),
+    "generate": ("solutions", "autograder"),
+    "grade": ("solutions", "autograder"),
+    "class": ("solutions", "autograder"),
+    "new-class": ("solutions", "autograder"),
+}
 
 
 def venv_python() -> Path:
@@ -182,9 +191,21 @@ def new_class(extra_args: list[str]) -> int:
 COMMANDS = {"lab": lab, "check": check, "generate": generate, "grade": grade, "class": teach, "new-class": new_class}
 
 
+def missing_instructor_folder(command: str) -> str | None:
+    """The first folder ``command`` needs that this copy of the course lacks (a student release lacks them)."""
+    return next((name for name in INSTRUCTOR_FOLDERS.get(command, ()) if not (REPO / name).is_dir()), None)
+
+
 def main() -> int:
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
         print(__doc__)
+        return 2
+    missing = missing_instructor_folder(sys.argv[1])
+    if missing:
+        print(
+            f"`course.py {sys.argv[1]}` belongs to the instructor's repository of the course, and this copy has no "
+            f"{missing}/: run your checks in the notebooks (`python3.11 course.py lab`); your instructor grades them."
+        )
         return 2
     if not in_course_environment():
         set_up()

@@ -3,11 +3,19 @@
     python3.11 course.py grade [NOTEBOOK ...]          grade your own notebooks (default: all of notebooks/)
     python3.11 course.py class new DIR                  create a class folder (nbgrader course directory)
     python3.11 course.py class generate [ASSIGNMENT ...]   write the student versions into release/
-    python3.11 course.py class collect ASSIGNMENT SOURCE ...   collect submissions (LMS zip files or folders)
+    python3.11 course.py class roster FILE ...             import students (nbgrader's CSV or Canvas' export)
+    python3.11 course.py class due ASSIGNMENT WHEN         set a due date (ISO time with zone)
+    python3.11 course.py class hand-out ASSIGNMENT ...  put student versions in the JupyterHub exchange
+    python3.11 course.py class collect ASSIGNMENT [SOURCE ...]   collect submissions (LMS zip files, folders, or
+                                                        with no SOURCE the exchange)
     python3.11 course.py class autograde [ASSIGNMENT ...]  autograde and verify new or changed submissions
+    python3.11 course.py class formgrader               open nbgrader's formgrader on the class folder
     python3.11 course.py class feedback [ASSIGNMENT ...]   write feedback HTML into feedback/
     python3.11 course.py class export [--to FILE]          export the grades to CSV
+    python3.11 course.py class export --canvas FILE        the grades as Canvas' gradebook import file
     python3.11 course.py class demo                        the whole loop on sample submissions, in a temp folder
+    python3.11 course.py class release-package OUT --through NN   a student release: notebooks 01..NN and the
+                                                        helper package with no answers (autograder/release.py)
 
 The class commands work on the class folder given by --course (default: the current folder). Each is a thin
 layer over nbgrader's own command of the same purpose; grading adds parallel workers, limits, the sandbox
@@ -19,13 +27,15 @@ and the report says so. A learner's own notebooks are graded in the sandbox when
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from autograder import release as student_release
 from autograder.course_directory import CourseDirectory
-from autograder.grading import CELL_TIMEOUT, MEMORY_LIMIT, Limits, Outcome
+from autograder.grading import CELL_TIMEOUT, MEMORY_LIMIT, Limits, Outcome, path_with_this_python
 from autograder.pipeline import NOTEBOOKS, SOLUTIONS, assignments, notebook_paths
 from autograder.report import class_summary, notebook_table, outcome_report
 from autograder.samples import reports, samples
@@ -57,6 +67,8 @@ def parser() -> argparse.ArgumentParser:
     teaching = commands.add_parser("class", help="an instructor's commands for a class").add_subparsers(required=True)
     new = teaching.add_parser("new", help="create a class folder: source/ (the solutions) and release/")
     new.add_argument("folder", type=Path)
+    new.add_argument("--exchange", type=Path, help="on JupyterHub: the exchange folder every account can write to")
+    new.add_argument("--course-id", help="the course's name in the exchange (default: the folder's name)")
     new.set_defaults(command=new_class)
     for name, command, what in (
         ("generate", generate, "write the student versions into release/ (nbgrader generate_assignment)"),
@@ -76,21 +88,48 @@ def parser() -> argparse.ArgumentParser:
             sub.add_argument(
                 "--show-hidden-tests", action="store_true", help="show the code of hidden tests in the feedback"
             )
+            sub.add_argument("--release", action="store_true", help="also put it in the exchange for students to fetch")
     collect = teaching.add_parser("collect", help="collect submissions into submitted/ (nbgrader zip_collect)")
     collect.add_argument("assignment")
-    collect.add_argument("sources", nargs="+", type=Path, help="LMS downloads (zip files) or folders")
+    collect.add_argument(
+        "sources", nargs="*", type=Path, help="LMS downloads (zip files) or folders (none: from the exchange)"
+    )
     collect.add_argument("--regexp", help="nbgrader FileNameCollectorPlugin pattern with student_id and file_id groups")
     collect.set_defaults(command=collect_submissions)
     add_course(collect)
+    hand_out = teaching.add_parser("hand-out", help="put student versions in the exchange (release_assignment)")
+    hand_out.add_argument("assignments", nargs="+")
+    hand_out.set_defaults(command=hand_out_assignments)
+    add_course(hand_out)
+    grader = teaching.add_parser("formgrader", help="open nbgrader's formgrader on the class folder, in JupyterLab")
+    grader.add_argument("jupyter_options", nargs="*", help="passed to jupyter lab (after --)")
+    grader.set_defaults(command=open_formgrader)
+    add_course(grader)
     export = teaching.add_parser("export", help="export the grades to CSV (nbgrader export)")
     export.add_argument("--to", type=Path, help="CSV file to write (default: grades.csv in the class folder)")
+    export.add_argument("--canvas", type=Path, help="write Canvas' gradebook import file here instead")
     export.set_defaults(command=export_grades)
     add_course(export)
+    roster = teaching.add_parser("roster", help="import students into the gradebook (nbgrader db student import)")
+    roster.add_argument(
+        "files", nargs="+", type=Path, help="nbgrader's student CSV (id,first_name,last_name,email) or Canvas' export"
+    )
+    roster.set_defaults(command=import_roster)
+    add_course(roster)
+    due = teaching.add_parser("due", help="set an assignment's due date (nbgrader db assignment add --duedate)")
+    due.add_argument("assignment")
+    due.add_argument("when", help="ISO time with its zone: 2027-03-01T23:59+01:00 (Z for UTC)")
+    due.set_defaults(command=set_due)
+    add_course(due)
     demo = teaching.add_parser("demo", help="the whole loop on the sample submissions, in a throw-away folder")
     demo.add_argument("--keep", type=Path, help="make the class folder here and keep it, to look at afterwards")
     demo.set_defaults(command=run_demo)
     add_limits(demo, cell_timeout=DEMO_CELL_TIMEOUT)
     add_sandbox_choice(demo)
+    package = teaching.add_parser("release-package", help="write a student release: notebooks, package, no answers")
+    package.add_argument("folder", type=Path, help="a new or empty folder")
+    package.add_argument("--through", type=int, required=True, help="the last assignment it holds (NN)")
+    package.set_defaults(command=release_package)
     return top
 
 
@@ -185,8 +224,11 @@ def new_class(args: argparse.Namespace) -> int:
     if root.exists() and any(root.iterdir()):
         print(f"{root} exists and is not empty; choose a new folder.")
         return 2
-    CourseDirectory.create(root).release()
+    exchange = args.exchange.expanduser().resolve() if args.exchange else None
+    CourseDirectory.create(root, exchange, args.course_id).release()
     print(f"Created {root}: source/ (the solutions), release/ (student versions), nbgrader_config.py.")
+    if exchange:
+        print(f"Students fetch and submit through the exchange {exchange}; hand assignments out with `class hand-out`.")
     return 0
 
 
@@ -197,12 +239,26 @@ def generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def hand_out_assignments(args: argparse.Namespace) -> int:
+    class_folder = course(args)
+    for assignment in args.assignments:
+        class_folder.hand_out(assignment)
+        print(f"{assignment}: in the exchange; students fetch it in JupyterLab's Assignments tab (nbgrader fetch).")
+    return 0
+
+
 def collect_submissions(args: argparse.Namespace) -> int:
+    if not args.sources:
+        students = course(args).collect_from_exchange(args.assignment)
+        print(f"{args.assignment}: submissions of {len(students)} student(s) from the exchange: {', '.join(students)}")
+        return 0
     collected = course(args).collect(args.assignment, [path.resolve() for path in args.sources], args.regexp)
     students = collected.students
     print(f"{args.assignment}: submissions of {len(students)} student(s) in submitted/: {', '.join(students)}")
     for name, reason in collected.left_out.items():
         print(f"!! not collected: {name}: {reason}")
+    if collected.late:
+        print(f"Marked late by the LMS (no submission time in the download): {', '.join(collected.late)}")
     return 0
 
 
@@ -253,12 +309,49 @@ def feedback(args: argparse.Namespace) -> int:
     for assignment in args.assignments or class_folder.assignments():
         for path in class_folder.generate_feedback(assignment, show_hidden_tests=args.show_hidden_tests):
             print(f"{path.parent.parent.name} · {assignment} was not graded; {path.name} says why.")
+        if args.release:
+            released = class_folder.release_feedback(assignment)
+            print(f"{assignment}: feedback of {len(released)} student(s) in the exchange, for them to fetch.")
     print(f"Feedback written to {class_folder.root / 'feedback'}/<student>/<assignment>/, each beside its report.txt.")
     return 0
 
 
+def open_formgrader(args: argparse.Namespace) -> int:
+    """JupyterLab on the class folder: the formgrader reads nbgrader_config.py from the folder it is started in, so
+    its Autograde button grades as `class autograde` does (the sandbox and the sealed verification)."""
+    root = course(args).root
+    as_root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []  # as course.py lab does
+    server = [f"--ServerApp.root_dir={root}", "--LabApp.default_url=/formgrader", *as_root, *args.jupyter_options]
+    env = {**os.environ, "PATH": path_with_this_python()}
+    return subprocess.run([sys.executable, "-m", "jupyter", "lab", *server], cwd=root, env=env).returncode
+
+
 def export_grades(args: argparse.Namespace) -> int:
+    if args.canvas:
+        print(f"Canvas gradebook import file written to {course(args).export_canvas(args.canvas)}: Grades → Import.")
+        return 0
     print(f"Grades written to {course(args).export(args.to)}.")
+    return 0
+
+
+def import_roster(args: argparse.Namespace) -> int:
+    imported = course(args).import_roster([path.resolve() for path in args.files])
+    print(f"Imported {imported} student(s) into the gradebook.")
+    return 0
+
+
+def set_due(args: argparse.Namespace) -> int:
+    due = course(args).set_due(args.assignment, args.when)
+    print(f"{args.assignment} is due {due.isoformat()}; later submissions get the late penalty when graded.")
+    return 0
+
+
+def release_package(args: argparse.Namespace) -> int:
+    """Write the student release for assignment NN (autograder/release.py): hand it out once NN-1 is due."""
+    folder = args.folder.expanduser().resolve()
+    released = student_release.build(folder, args.through)
+    print(f"Wrote {folder}: notebooks {', '.join(released)}, the helper package without answers, course.py.")
+    print("Students start it with `python3.11 course.py lab` in that folder.")
     return 0
 
 

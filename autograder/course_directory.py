@@ -10,14 +10,20 @@ import shutil
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.apps import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory as NbgraderCourseDirectory
+from traitlets.config.loader import PyFileConfigLoader
 
 from autograder import grading
 from autograder.feedback import shortened
+from autograder.lms import ROSTER, earlier_uploads, merge_roster, read_roster, write_canvas_gradebook
 from autograder.pipeline import AUTOGRADER, SOLUTIONS, nbgrader
-from autograder.report import outcome_report
+from autograder.report import Lateness, lateness_note, outcome_report
 
 CONFIG = """\
 # nbgrader configuration of a class taught with the transformer course.
@@ -28,10 +34,19 @@ c.CourseDirectory.root = {root!r}
 c.CourseDirectory.source_directory = "source"
 c.CourseDirectory.release_directory = "release"
 """
+# A class on JupyterHub also names the exchange, the folder every account of the hub can write to, through which
+# students fetch assignments and submit them (nbgrader's exchange; see the README).
+EXCHANGE_CONFIG = """\
+c.CourseDirectory.course_id = {course_id!r}
+c.Exchange.root = {exchange!r}
+"""
+EXCHANGE_MODE = 0o1777  # like /tmp: everyone may add, nobody may remove another's files
 # What each submission was last graded from, so that grading again grades only what is new or changed.
 LEDGER = "graded.json"
 REPORTS = "reports"  # reports/<student>/<assignment>/report.txt: the last grading's report, as autograde printed it
 NOT_GRADED_FEEDBACK = "not-graded.html"  # the feedback of a submission nbgrader did not grade: its report
+# "<student>/<assignment>" → true: the LMS named the submission late (Canvas' `late`), in a download with no times.
+LATE_MARKS = "late-marks.json"
 
 
 @dataclass(frozen=True)
@@ -40,6 +55,7 @@ class Collected:
 
     students: list[str]  # whose submissions are in submitted/ now
     left_out: dict[str, str] = field(default_factory=dict)  # a file of the download, as extracted → why not collected
+    late: list[str] = field(default_factory=list)  # of this download's students, those the LMS marked late
 
 
 @dataclass(frozen=True)
@@ -47,11 +63,16 @@ class CourseDirectory:
     root: Path
 
     @classmethod
-    def create(cls, root: Path) -> "CourseDirectory":
+    def create(cls, root: Path, exchange: Path | None = None, course_id: str | None = None) -> "CourseDirectory":
         """Set up a course directory as an instructor would: the solutions as source, and a config."""
         root.mkdir(parents=True, exist_ok=True)
         shutil.copytree(SOLUTIONS, root / "source", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
         config = CONFIG.format(course_config=str(AUTOGRADER / "nbgrader_config.py"), root=str(root))
+        if exchange is not None:
+            if not exchange.exists():
+                exchange.mkdir(parents=True)
+                exchange.chmod(EXCHANGE_MODE)
+            config += EXCHANGE_CONFIG.format(course_id=course_id or root.name, exchange=str(exchange))
         (root / "nbgrader_config.py").write_text(config, encoding="utf-8")
         return cls(root)
 
@@ -72,6 +93,44 @@ class CourseDirectory:
             assignments = ["*"]  # one nbgrader run for all: each run costs seconds to start
         for assignment in assignments:
             nbgrader("generate_assignment", assignment, "--force", cwd=self.root)
+
+    def hand_out(self, assignment: str) -> None:
+        """Put an assignment's student version in the exchange for students to fetch (nbgrader release_assignment)."""
+        self.require_exchange()
+        nbgrader("release_assignment", assignment, "--force", cwd=self.root)
+
+    def collect_from_exchange(self, assignment: str) -> list[str]:
+        """Copy the latest submission of every student from the exchange into submitted/ (nbgrader collect), with
+        the time it was submitted; returns the students who have one."""
+        self.require_exchange()
+        nbgrader("collect", assignment, "--update", cwd=self.root)
+        return sorted({student for student, _ in self.submissions([assignment])})
+
+    def release_feedback(self, assignment: str) -> list[str]:
+        """Put the feedback of every student who submitted through the exchange there, where each fetches their own
+        (nbgrader release_feedback); returns them. Feedback of a submission collected from an LMS download goes
+        back through the LMS: nbgrader would stop on it, lacking the exchange's submission time and secret."""
+        self.require_exchange()
+        students = sorted(
+            folder.parent.name
+            for folder in (self.root / "feedback").glob(f"*/{assignment}")
+            if all((folder / name).exists() for name in grading.NBGRADER_FILES)
+        )
+        api = self.nbgrader_api()  # in this process: a run of nbgrader per student would cost seconds each
+        for student in students:
+            result = api.release_feedback(assignment, student)
+            if not result["success"]:
+                raise RuntimeError(f"nbgrader release_feedback {assignment} --student {student}: {result['error']}")
+        return students
+
+    def nbgrader_api(self) -> NbGraderAPI:
+        """nbgrader's Python interface to this class, with its configuration, as the formgrader uses it."""
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(self.root)).load_config()
+        return NbGraderAPI(NbgraderCourseDirectory(config=config), config=config)
+
+    def require_exchange(self) -> None:
+        if "c.Exchange.root" not in (self.root / "nbgrader_config.py").read_text(encoding="utf-8"):
+            raise ValueError(f"{self.root} has no exchange: create the class with `class new DIR --exchange PATH`")
 
     def released(self, assignment: str) -> dict[str, nbformat.NotebookNode]:
         """The student versions of an assignment's notebooks, by file name."""
@@ -130,7 +189,8 @@ class CourseDirectory:
                 raise ValueError(clashes) from error
             raise
         students = sorted({student for student, _ in self.submissions([assignment])})
-        return Collected(students, self.left_out(assignment, regexp, released))
+        late = self.record_late_marks(assignment, regexp)
+        return Collected(students, self.left_out(assignment, regexp, released), late)
 
     def downloaded(self, assignment: str, regexp: str) -> dict[str, re.Match | None]:
         """Every file of the last download, as nbgrader extracted it, with how the pattern reads its name."""
@@ -140,9 +200,13 @@ class CourseDirectory:
 
     def left_out(self, assignment: str, regexp: str, released: list[str]) -> dict[str, str]:
         reasons = {}
-        for name, match in self.downloaded(assignment, regexp).items():
+        matches = self.downloaded(assignment, regexp)
+        earlier = earlier_uploads(matches)
+        for name, match in matches.items():
             if match is None:
                 reasons[name] = f"its name matches no notebook of this assignment ({', '.join(released)})"
+            elif name in earlier:
+                reasons[name] = f"an earlier upload of {match['student_id']}'s {match['file_id']} than {earlier[name]}"
             elif not (
                 self.root / "submitted" / match["student_id"] / assignment / f"{match['file_id']}.ipynb"
             ).exists():
@@ -152,8 +216,10 @@ class CourseDirectory:
     def clashes(self, assignment: str, regexp: str) -> str:
         """Files the pattern reads as the same student's same notebook (nbgrader stops on them), named."""
         by_student = defaultdict(list)
-        for name, match in self.downloaded(assignment, regexp).items():
-            if match is not None:
+        matches = self.downloaded(assignment, regexp)
+        earlier = earlier_uploads(matches)  # not collected, so no clash
+        for name, match in matches.items():
+            if match is not None and name not in earlier:
                 by_student[match["student_id"], match["file_id"]].append(name)
         clashing = [f"{student}: {', '.join(names)}" for (student, _), names in by_student.items() if len(names) > 1]
         if not clashing:
@@ -165,6 +231,28 @@ class CourseDirectory:
             + "\nRemove the older file, or collect with --regexp whose student_id group takes the LMS user id."
         )
 
+    def record_late_marks(self, assignment: str, regexp: str) -> list[str]:
+        """Remember whom the last download's file names mark late (the pattern's `late` group, Canvas' mark), for
+        their reports: such a download has no submission times. Returns those students."""
+        matches = self.downloaded(assignment, regexp)
+        earlier = earlier_uploads(matches)
+        marked = defaultdict(bool)
+        for name, match in matches.items():
+            if match is not None and name not in earlier:
+                marked[match["student_id"]] |= bool(match.groupdict().get("late"))
+        record = self.late_marks()
+        for student, late in marked.items():
+            if late:
+                record[f"{student}/{assignment}"] = True
+            else:
+                record.pop(f"{student}/{assignment}", None)  # handed in again, on time
+        (self.root / LATE_MARKS).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
+        return sorted(student for student, late in marked.items() if late)
+
+    def late_marks(self) -> dict[str, bool]:
+        path = self.root / LATE_MARKS
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
     def autograde(
         self,
         pairs: list[tuple[str, str]] | None = None,
@@ -175,8 +263,10 @@ class CourseDirectory:
         what each graded submission was graded from."""
         pairs = self.submissions() if pairs is None else pairs
         limits = limits or grading.Limits()
-        fingerprints = {pair: self.fingerprint(*pair, limits) for pair in pairs}
+        due = self.due_dates()
+        fingerprints = {pair: self.fingerprint(*pair, limits, due.get(pair[1])) for pair in pairs}
         outcomes = grading.autograde(self.root, pairs, limits, progress)
+        self.note_lateness(outcomes)
         ledger = self.ledger()
         for outcome in outcomes:
             report = self.root / REPORTS / outcome.student / outcome.assignment / "report.txt"
@@ -187,19 +277,44 @@ class CourseDirectory:
         (self.root / LEDGER).write_text(json.dumps(ledger, indent=1, sort_keys=True), encoding="utf-8")
         return outcomes
 
+    def note_lateness(self, outcomes: list[grading.Outcome]) -> None:
+        """Add to each report, from the class gradebook, when the submission was handed in and due, how late it was
+        and its late penalty; or that the LMS marked it late without a time."""
+        marks = self.late_marks()
+        with self.gradebook() as gradebook:
+            for outcome in outcomes:
+                marked = marks.get(f"{outcome.student}/{outcome.assignment}", False)
+                if note := lateness_note(lateness(gradebook, outcome.student, outcome.assignment, marked)):
+                    outcome.notes.append(note)
+
+    def due_dates(self) -> dict[str, datetime]:
+        """The assignments' due dates in the gradebook (UTC), of those that have one."""
+        if not (self.root / "gradebook.db").exists():
+            return {}
+        with self.gradebook() as gradebook:
+            return {assignment.name: assignment.duedate for assignment in gradebook.assignments if assignment.duedate}
+
+    def gradebook(self) -> Gradebook:
+        return Gradebook(f"sqlite:///{self.root / 'gradebook.db'}")  # nbgrader's default place
+
     def changed(self, pairs: list[tuple[str, str]], limits: grading.Limits) -> list[tuple[str, str]]:
-        """The pairs not graded yet, or graded from other files or limits than they have now."""
-        ledger = self.ledger()
-        return [pair for pair in pairs if ledger.get("/".join(pair)) != self.fingerprint(*pair, limits)]
+        """The pairs not graded yet, or graded from other files, limits or due date than they have now."""
+        ledger, due = self.ledger(), self.due_dates()
+        return [
+            pair for pair in pairs if ledger.get("/".join(pair)) != self.fingerprint(*pair, limits, due.get(pair[1]))
+        ]
 
     def ledger(self) -> dict[str, str]:
         path = self.root / LEDGER
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
-    def fingerprint(self, student: str, assignment: str, limits: grading.Limits) -> str:
-        """What a grade depends on: the submission's files, the assignment's source notebooks and the limits.
-        (Not the course's checks: after updating the course, grade everything again with --all.)"""
+    def fingerprint(self, student: str, assignment: str, limits: grading.Limits, due: datetime | None = None) -> str:
+        """What a grade depends on: the submission's files, the assignment's source notebooks, the limits and the
+        due date (the late penalty). (Not the course's checks: after updating the course, grade everything again
+        with --all.)"""
         digest = hashlib.sha256(repr((limits.cell_timeout, limits.memory, limits.sandbox)).encode())
+        if due is not None:  # only then, so that what was graded before there were due dates stays graded
+            digest.update(f"due {due.isoformat()}".encode())
         for folder in (self.root / "submitted" / student / assignment, self.root / "source" / assignment):
             for path in sorted(path for path in folder.rglob("*") if path.is_file()):
                 digest.update(f"{path.relative_to(folder)}\0{path.stat().st_size}\0".encode() + path.read_bytes())
@@ -238,6 +353,35 @@ class CourseDirectory:
         nbgrader("export", "--to", str(path), cwd=self.root)
         return path
 
+    def export_canvas(self, to: Path) -> Path:
+        """Canvas' gradebook import file (autograder/lms.py) with a column for each assignment handed out: those
+        whose student versions are in release/."""
+        path = to.resolve()
+        handed_out = [assignment for assignment in self.assignments() if (self.root / "release" / assignment).is_dir()]
+        roster = read_roster(self.root / ROSTER) if (self.root / ROSTER).exists() else []
+        with self.gradebook() as gradebook:
+            write_canvas_gradebook(gradebook, handed_out, roster, path)
+        return path
+
+    def import_roster(self, paths: list[Path]) -> int:
+        """Add the students of rosters (nbgrader's student CSV, or Canvas' gradebook export) to the class's
+        roster.csv and, with nbgrader's `db student import`, to the gradebook. Returns how many they list."""
+        if missing := [str(path) for path in paths if not path.is_file()]:
+            raise FileNotFoundError(f"No such roster file: {', '.join(missing)}")
+        students = [student for path in paths for student in read_roster(path)]
+        merge_roster(self.root / ROSTER, students)
+        nbgrader("db", "student", "import", str(self.root / ROSTER), cwd=self.root)
+        return len(students)
+
+    def set_due(self, assignment: str, when: str) -> datetime:
+        """Set an assignment's due date in the gradebook (nbgrader's `db assignment add --duedate`)."""
+        if assignment not in self.assignments():
+            known = ", ".join(self.assignments())
+            raise ValueError(f"{assignment!r} is not an assignment of this class (its assignments: {known})")
+        due = zoned_time(when)
+        nbgrader("db", "assignment", "add", assignment, f"--duedate={due.isoformat()}", cwd=self.root)
+        return due
+
     def grades(self) -> list[dict[str, str]]:
         """The rows of nbgrader's exported grades CSV: one per student and assignment."""
         with open(self.export(), newline="", encoding="utf-8") as file:
@@ -255,9 +399,45 @@ class CourseDirectory:
         return failed
 
 
+def lateness(gradebook: Gradebook, student: str, assignment: str, marked_late: bool) -> Lateness:
+    try:
+        submission = gradebook.find_submission(assignment, student)
+    except MissingEntry:  # nbgrader could not register it
+        return Lateness(marked_late=marked_late)
+    return Lateness(
+        submitted=submission.timestamp,
+        due=submission.duedate,
+        seconds_late=submission.total_seconds_late,
+        penalty=submission.late_submission_penalty or 0.0,
+        marked_late=marked_late,
+    )
+
+
+def zoned_time(text: str) -> datetime:
+    """An ISO 8601 time with its zone: a due date without one would be read as UTC, hours off."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise ValueError(f"{text!r} is not an ISO time with its zone, such as 2027-03-01T23:59+01:00 (Z for UTC)")
+    return moment
+
+
 def submission_pattern(notebooks: list[str]) -> str:
-    """nbgrader's FileNameCollector pattern (matched against the extracted file's full path) for submissions
-    laid out as <student>/<notebook>.ipynb or named <student>_<anything>_<notebook>.ipynb, with the suffixes
-    LMSs and browsers add to repeated downloads (-1, " (1)")."""
+    """nbgrader's FileNameCollector pattern (matched against the extracted file's full path). It reads three
+    layouts, each with the suffixes LMSs and browsers add to repeated uploads and downloads (-1, " (1)"):
+
+    - Canvas': <lastfirst>_[late_]<user id>_<upload id>_<original name>. A name is Canvas' when, after the name
+      and Canvas' optional `late` (any case), come two numbers and then an original name ending in a notebook of the
+      assignment. The student is then the user id, so two students of the same name are told apart. Group `late`
+      is Canvas' late mark; group `upload` is the uploaded file's id, which grows with each upload (NewestUpload
+      collects the newest).
+    - <student>/<notebook>.ipynb: the student is the folder holding the notebook.
+    - <student>_<anything>_<notebook>.ipynb: the start of the name up to the first underscore."""
     names = "|".join(re.escape(Path(name).stem) for name in notebooks)
-    return rf".*/(?P<student_id>[^/]+?)(?:/|_[^/]*?_?)(?P<file_id>{names})(?:-\d+| \(\d+\))?\.ipynb$"
+    repeated = r"(?:-\d+| \(\d+\))?"
+    canvas = rf"(?P<canvas_name>[^/]+?)_(?:(?P<late>(?i:late))_)?(?=\d+_\d+_[^/]*?(?:{names}){repeated}\.ipynb$)"
+    student = r"(?P<student_id>(?(canvas_name)\d+|[^/]+?))"
+    separator = r"(?(canvas_name)_(?P<upload>\d+)_[^/]*?|(?:/|_[^/]*?_?))"
+    return rf".*/(?:{canvas})?{student}{separator}(?P<file_id>{names}){repeated}\.ipynb$"

@@ -1,0 +1,145 @@
+"""A student release (autograder/release.py) holds no answer: no instructor folder, no line of a solution or a hidden
+test, no callable that passes a check of a notebook not yet due; and its notebooks import without an install."""
+
+import functools
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import course
+from autograder import cli, release
+from autograder.pipeline import NOTEBOOKS, REPO, SOLUTIONS, assignments
+from transformer_course import checks
+from transformer_course.checks import CheckFailed, nb01, nb04
+
+ASSIGNMENTS = assignments()
+THROUGH = range(1, len(ASSIGNMENTS) + 1)
+SECRET_REGION = re.compile(r"^[ \t]*### BEGIN (SOLUTION|HIDDEN TESTS)[ \t]*\n(.*?)^[ \t]*### END \1", re.S | re.M)
+DISTINCTIVE = 20  # non-space characters a line needs to be told apart from common code
+PROBE = Path(__file__).with_name("release_probe.py")
+PACKAGE = Path("src/transformer_course")
+INSTRUCTOR_MODULES = ("src/transformer_course/checks/stand_ins.py",)
+
+
+def squeezed(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def notebook_code(path: Path) -> str:
+    return "\n".join("".join(cell["source"]) for cell in json.loads(path.read_text(encoding="utf-8"))["cells"])
+
+
+@functools.cache
+def secret_lines() -> dict[str, tuple[str, int]]:
+    """The distinctive lines of every solution region and hidden test, squeezed, with their kind and the latest
+    notebook that has them; lines that some student notebook shows anyway (spelled out in the text) are left out."""
+    shown = squeezed("".join(notebook_code(path) for path in NOTEBOOKS.glob("*/*.ipynb")))
+    secrets = {}
+    for path in sorted(SOLUTIONS.glob("*/*.ipynb")):
+        number = int(path.parent.name[:2])
+        for region in SECRET_REGION.finditer(notebook_code(path)):
+            for line in region[2].splitlines():
+                if len(squeezed(line)) >= DISTINCTIVE and squeezed(line) not in shown:
+                    secrets[squeezed(line)] = (region[1], number)
+    return secrets
+
+
+def leaked_lines(released: Path, through: int) -> list[str]:
+    """The secret lines a released file holds. A reference module of an earlier notebook may hold that
+    notebook's solution lines (it is that block), but none of a notebook not yet due."""
+    text = squeezed(notebook_code(released) if released.suffix == ".ipynb" else released.read_text(encoding="utf-8"))
+    in_reference = released.parent.name == "reference"
+    return [
+        f"{kind} of notebook {number:02d}: {line}"
+        for line, (kind, number) in secret_lines().items()
+        if line in text and not (in_reference and kind == "SOLUTION" and number < through)
+    ]
+
+
+@functools.cache
+def built(through: int, root: Path) -> Path:
+    folder = root / f"release-{through:02d}"
+    release.build(folder, through)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def releases(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("releases")
+
+
+@pytest.mark.parametrize("through", THROUGH, ids=lambda through: f"{through:02d}")
+def test_a_release_holds_its_notebooks_and_no_solution_or_hidden_test(releases, through):
+    folder = built(through, releases)
+    present = {path.relative_to(folder).as_posix() for path in folder.rglob("*")}
+    assert present.isdisjoint({"solutions", "autograder", "tests", "benchmarks", ".git", *INSTRUCTOR_MODULES})
+    assert {path.parent.name for path in folder.glob("notebooks/*/*.ipynb")} == set(ASSIGNMENTS[:through])
+    blocks = {path.stem for path in (REPO / PACKAGE / "reference").glob("nb*.py") if int(path.stem[2:4]) < through}
+    assert {path.stem for path in (folder / PACKAGE / "reference").glob("nb*.py")} == blocks
+    leaks = {str(path.relative_to(folder)): leaked_lines(path, through) for path in folder.rglob("*") if path.is_file()}
+    assert {path: lines for path, lines in leaks.items() if lines} == {}
+
+
+@pytest.mark.parametrize("through", THROUGH, ids=lambda through: f"{through:02d}")
+def test_a_release_imports_without_install_and_no_callable_in_it_passes_a_check_not_yet_due(releases, through):
+    folder = built(through, releases)
+    environment = {**os.environ, "PYTHONPATH": str(folder / "src"), "MPLBACKEND": "Agg"}
+    probe = subprocess.run(
+        [sys.executable, str(PROBE), str(folder), str(through)],
+        cwd=folder,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert probe.returncode == 0, probe.stderr
+    assert [line for line in probe.stdout.splitlines() if line.startswith("SET-UP FAILS")] == []
+    assert [line for line in probe.stdout.splitlines() if line.startswith("PASSES")] == []
+    assert probe.stdout.splitlines()[-1].startswith("tried")
+
+
+def test_without_stand_ins_a_check_uses_the_learners_own_exercises_and_says_so(monkeypatch):
+    monkeypatch.setattr(checks, "stand_ins", None)  # as in a student release
+    namespace = {"torch": __import__("torch")}
+    exec("def softmax(scores, dim=-1):\n    return scores.exp() / scores.exp().sum(dim, keepdim=True)", namespace)
+    exec("def attention_weights(x):\n    return softmax(x @ x.mT, dim=-1)", namespace)
+    nb01.check_attention_weights(namespace["attention_weights"])  # the learner's softmax is good enough here
+    exec("def softmax(scores, dim=-1):\n    return scores", namespace)
+    with pytest.raises(CheckFailed, match="This check used your own softmax from earlier in the notebook: make its"):
+        nb01.check_attention_weights(namespace["attention_weights"])
+    with pytest.raises(CheckFailed, match="your own padding_mask and causal_mask .*: make their checks pass first"):
+        nb04.check_decoder_mask(lambda lengths: undefined_padding_mask(lengths))  # noqa: F821
+
+
+@pytest.mark.parametrize("command", ["check", "grade", "class", "generate", "new-class"])
+def test_course_py_in_a_release_says_which_commands_are_the_instructors(releases, command):
+    folder = built(1, releases)
+    # set_up would create an environment and install the course: the command must end before it.
+    program = (
+        "import sys, course\n"
+        "course.set_up = lambda: sys.exit('set_up was called')\n"
+        f"sys.argv = ['course.py', {command!r}]\n"
+        "sys.exit(course.main())"
+    )
+    result = subprocess.run([sys.executable, "-c", program], cwd=folder, capture_output=True, text=True)
+    assert (result.returncode, result.stderr) == (2, "")
+    assert len(result.stdout.strip().splitlines()) == 1
+    assert "belongs to the instructor's repository" in result.stdout
+
+
+def test_course_py_in_the_repository_needs_nothing_it_lacks():
+    assert all(course.missing_instructor_folder(command) is None for command in course.COMMANDS)
+
+
+def test_the_command_writes_a_release_and_refuses_a_folder_in_use(tmp_path, capsys):
+    assert cli.main(["class", "release-package", str(tmp_path / "out"), "--through", "02"]) == 0
+    assert "02_queries_keys_values" in capsys.readouterr().out
+    assert sorted(path.name for path in (tmp_path / "out" / "notebooks").iterdir()) == ASSIGNMENTS[:2]
+    assert cli.main(["class", "release-package", str(tmp_path / "out"), "--through", "03"]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert cli.main(["class", "release-package", str(tmp_path / "other"), "--through", "09"]) == 2

@@ -11,7 +11,8 @@ import importlib.util
 from collections.abc import Callable, Iterator, Sequence
 
 import torch
-import torch.nn.functional as F
+
+from ..reference.pytorch_layers import pytorch_attention  # noqa: F401 (the checks' oracle for attention)
 
 
 class CheckFailed(AssertionError):
@@ -152,24 +153,6 @@ def seeded_randn(*shape: int, seed: int, dtype: torch.dtype = torch.float32) -> 
     """Standard normal values from a private generator, so checks neither use nor disturb the global seed."""
     generator = torch.Generator().manual_seed(seed)
     return torch.randn(*shape, generator=generator, dtype=dtype)
-
-
-def pytorch_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, mask: torch.Tensor | None, scale: float | None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The checks' oracle for attention: (outputs, weights) from F.scaled_dot_product_attention, which gives a
-    query with no visible key zero weights and a zero output.
-
-    mask and scale are keyword-only and required, so that the oracle fits no exercise's call: it is not an
-    answer to import.
-    """
-    n_k = k.shape[-2]
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
-    identity = torch.eye(n_k, dtype=q.dtype).expand(*batch, n_k, n_k)  # (..., n_k, n_k)
-    # With the identity as values, each output row is that query's row of weights.
-    weights = F.scaled_dot_product_attention(q, k, identity, attn_mask=mask, scale=scale)  # (..., n_q, n_k)
-    outputs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)  # (..., n_q, d_v)
-    return outputs, weights
 
 
 @contextlib.contextmanager

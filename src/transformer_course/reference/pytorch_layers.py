@@ -6,16 +6,35 @@ belongs to no notebook and reveals no exercise, so every student release holds i
 """
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 __all__ = [
     "decoder_layer_parameters",
     "encoder_layer_parameters",
     "norm_and_feed_forward_parameters",
+    "pytorch_attention",
     "pytorch_mask",
     "pytorch_masks",
     "sharing_parameters",
 ]
+
+
+def pytorch_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, mask: torch.Tensor | None, scale: float | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(outputs, weights) from F.scaled_dot_product_attention, which gives a query with no visible key zero
+    weights and a zero output. The checks' oracle, and the computation of notebook 02's reference attention.
+
+    mask and scale are keyword-only and required, so that it fits no exercise's call: it is not an answer to import.
+    """
+    n_k = k.shape[-2]
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    identity = torch.eye(n_k, dtype=q.dtype).expand(*batch, n_k, n_k)  # (..., n_k, n_k)
+    # With the identity as values, each output row is that query's row of weights.
+    weights = F.scaled_dot_product_attention(q, k, identity, attn_mask=mask, scale=scale)  # (..., n_q, n_k)
+    outputs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)  # (..., n_q, d_v)
+    return outputs, weights
 
 
 def pytorch_mask(mask: torch.Tensor | None, batch: int, n_q: int, n_k: int, num_heads: int) -> torch.Tensor | None:

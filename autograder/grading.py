@@ -44,7 +44,7 @@ from sqlalchemy.exc import SAWarning
 
 from autograder.cells import grade_id, is_test, points
 from autograder.sandbox import Sandbox
-from autograder.verification import NOT_VERIFIED, VERIFICATION
+from autograder.verification import NOT_VERIFIED, VERIFICATION, run_sealed
 
 NO_END = "did not finish within"  # what the log says of an nbgrader run that had to be stopped
 START_UP_ALLOWANCE = 120.0  # seconds for nbgrader and its kernel to start, on top of the cells' limits
@@ -303,8 +303,10 @@ def grade_notebook(job: Job, scratch: Path, source_path: Path, log: str) -> Note
         result.notes.append(f"{source_path.name} was not submitted")
     elif result.graded_by_nbgrader:
         overruled = verification_of(autograded_path, source, result)
-    else:
-        result.notes += unreadable(submitted_path)
+    else:  # nbgrader gave up on it (its kernel died, or it is no notebook): the sealed run says what happened
+        released = nbformat.read(job.root / "release" / job.assignment / source_path.name, as_version=4)
+        sandbox = Sandbox(memory=job.limits.memory) if job.limits.sandbox else None
+        run_sealed(source, released, submitted_path, job.limits.cell_timeout, sandbox, result.notes)
         result.notes.append(f"nbgrader could not grade it: {nbgrader_error(log)}")
     scores = scores_in(scratch, job, source_path.stem)
     in_kernel = failures_in(autograded_path) if result.graded_by_nbgrader else {}
@@ -324,15 +326,6 @@ def verification_of(autograded_path: Path, source, result: NotebookResult) -> di
     result.notes += found["notes"]
     result.verification_seconds = found["seconds"]
     return found["overruled"]
-
-
-def unreadable(path: Path) -> list[str]:
-    """Why a submitted file is not a notebook, if it is not one."""
-    try:
-        nbformat.read(path, as_version=4)
-    except Exception as error:  # nbformat raises several kinds for a file that is not a notebook
-        return [f"{path.name} could not be read as a notebook: {type(error).__name__}: {error}"]
-    return []
 
 
 def test_result(

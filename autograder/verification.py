@@ -145,19 +145,34 @@ class SealedVerification(NbGraderPreprocessor):
         source = read(Path(course.format_path(course.source_directory, ".", assignment)) / notebook)
         released = read(Path(course.format_path(course.release_directory, ".", assignment)) / notebook)
         submitted_path = Path(course.format_path(course.submitted_directory, student, assignment)) / notebook
-        try:
-            submitted = read(submitted_path)
-        except Exception as error:  # nbformat raises several kinds for a file that is not a notebook
-            notes.append(f"{notebook} could not be read as a notebook: {type(error).__name__}: {error}")
-            return None
-        notes += [finding.text for finding in structure.compare(released, submitted)]
-        program = sealed.program(source, released, submitted)
         timeout = SandboxedExecute(config=self.config).timeout
-        sandbox = GradingSandbox(config=self.config).sandbox()
-        with tempfile.TemporaryDirectory(prefix="sealed-") as workdir:
-            verdict = sealed.verify(program, Path(workdir), timeout, sandbox)
-        notes += findings(verdict)
-        return verdict
+        return run_sealed(
+            source, released, submitted_path, timeout, GradingSandbox(config=self.config).sandbox(), notes
+        )
+
+
+def run_sealed(
+    source: nbformat.NotebookNode,
+    released: nbformat.NotebookNode,
+    submitted_path: Path,
+    cell_timeout: float,
+    sandbox: Sandbox | None,
+    notes: list[str],
+) -> sealed.SealedVerdict | None:
+    """The structural comparison and the sealed run of one submitted notebook; what they found goes into ``notes``.
+    None when the file is not a notebook. The course's grading also runs it on its own where nbgrader gave up on a
+    notebook (its kernel died), for the report to say what the student's code did."""
+    try:
+        submitted = read(submitted_path)
+    except Exception as error:  # nbformat raises several kinds for a file that is not a notebook
+        notes.append(f"{submitted_path.name} could not be read as a notebook: {type(error).__name__}: {error}")
+        return None
+    notes += [finding.text for finding in structure.compare(released, submitted)]
+    program = sealed.program(source, released, submitted)
+    with tempfile.TemporaryDirectory(prefix="sealed-") as workdir:
+        verdict = sealed.verify(program, Path(workdir), cell_timeout, sandbox)
+    notes += findings(verdict)
+    return verdict
 
 
 def findings(verdict: sealed.SealedVerdict) -> list[str]:

@@ -138,11 +138,13 @@ def ensure_system_packages() -> None:
 
 
 def check(extra_args: list[str]) -> int:
-    """Lint, then every test: the helper package, the pipeline, grading, every solution notebook run top to
-    bottom in a fresh kernel (nbval, lax: a cell fails only when it raises), and the course in a browser."""
+    """Lint and formatting (ruff), then every test: the helper package, the pipeline, grading, every solution
+    notebook run top to bottom in a fresh kernel (nbval, lax: a cell fails only when it raises), and the course in a
+    browser."""
     ensure_system_packages()
     failures = 0
     failures += run(sys.executable, "-m", "ruff", "check", ".") != 0
+    failures += run(sys.executable, "-m", "ruff", "format", "--check", ".") != 0
     failures += (
         run(
             sys.executable,
@@ -160,7 +162,7 @@ def check(extra_args: list[str]) -> int:
         )
         != 0
     )
-    print("\nAll checks passed." if not failures else f"\n{failures} of 2 check steps failed (see above).")
+    print("\nAll checks passed." if not failures else f"\n{failures} of 3 check steps failed (see above).")
     return 1 if failures else 0
 
 

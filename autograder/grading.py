@@ -51,7 +51,7 @@ START_UP_ALLOWANCE = 120.0  # seconds for nbgrader and its kernel to start, on t
 # Files nbgrader's exchange puts beside a submission: when it was submitted, and the secret that feedback is released
 # under (nbgrader release_feedback reads it from feedback/, which generate_feedback copies from autograded/).
 NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")
-CELL_TIMEOUT = 120.0  # seconds; the same limit the course's nbgrader_config.py sets for nbgrader run by hand
+CELL_TIMEOUT = 120.0  # seconds a cell may run; nbgrader_config.py gives nbgrader run by hand this limit too
 MEMORY_LIMIT = Sandbox.memory  # bytes of data per process, the grading workers included
 SCRATCH_CONFIG = """\
 # A scratch copy of the class, for one student and one assignment; the class's settings, these folders.

@@ -4,6 +4,7 @@ Every nbgrader command of the course reads it (`--config autograder/nbgrader_con
 or class course directory loads it too and then points the directories at its own folders.
 """
 
+import math
 import sys
 from pathlib import Path
 
@@ -21,9 +22,11 @@ c.CourseDirectory.release_directory = "notebooks"
 c.GenerateAssignment.create_assignment = True
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
-# A cell that runs longer than this fails instead of stalling a whole grading run. (The course's own
-# grading commands pass their --cell-timeout, 120 s by default, to nbgrader and to the sealed run alike.)
-c.ExecutePreprocessor.timeout = 120
+# A cell that runs longer than the course's limit fails instead of stalling a whole grading run (nbgrader takes whole
+# seconds). The course's grading commands pass their --cell-timeout to nbgrader and to the sealed run alike.
+from autograder.grading import CELL_TIMEOUT  # noqa: E402 (the repository is on the import path only from here)
+
+c.ExecutePreprocessor.timeout = math.ceil(CELL_TIMEOUT)
 
 # Every autograde (the course's `class autograde`, `nbgrader autograde` by hand, the formgrader's button) runs the
 # kernel in the grading sandbox and the sealed verification before the scores are saved (autograder/verification.py).

@@ -32,13 +32,14 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_PACKAGES = ("chromium", "chromium-driver")
 SKIP_BROWSER = "COURSE_SKIP_BROWSER"  # =1: skip the browser test on machines without apt (see the README)
 BROWSER_RECORD = REPO / ".course" / "browser"  # the browser test's screenshots and logs, from its last run
-# The grading sandbox (autograder/sandbox.py) is Debian's bubblewrap; the grading tests run every submission in it.
+# The grading sandbox (autograder/verification/sandbox.py) is Debian's bubblewrap; the grading tests run every
+# submission in it.
 BWRAP = Path("/usr/bin/bwrap")
 BWRAP_PACKAGES = ("bubblewrap",)
 # The folders of the full repository that each command needs, beyond what a student release holds.
 INSTRUCTOR_FOLDERS = {
-    "check": ("tests", "solutions", "autograder"),
-    "generate": ("solutions", "autograder"),
+    "check": ("tests", "solutions", "autograder", "notebook_build"),
+    "generate": ("solutions", "autograder", "notebook_build"),
     "grade": ("solutions", "autograder"),
     "class": ("solutions", "autograder"),
     "new-class": ("solutions", "autograder"),
@@ -76,13 +77,15 @@ def in_course_environment() -> bool:
     return Path(sys.prefix).resolve() == VENV.resolve()
 
 
-def run(*command: str) -> int:
+def run(*command: str, **variables: str) -> int:
+    """Run a command in the checkout, with this environment's programs first on PATH and ``variables`` set."""
     print(f"\n$ {' '.join(command)}", flush=True)
-    return subprocess.run(command, cwd=REPO, env=environment()).returncode
+    return subprocess.run(command, cwd=REPO, env={**environment(), **variables}).returncode
 
 
 def environment() -> dict[str, str]:
-    """This environment's programs first on PATH (nbgrader starts some by name)."""
+    """This environment's programs first on PATH (nbgrader starts some by name). The autograder's own helper
+    (autograder/repository.py) cannot serve here: a student release has no autograder/, and `lab` needs this."""
     return {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
 
 
@@ -138,7 +141,7 @@ def ensure_system_packages() -> None:
 
 
 def check(extra_args: list[str]) -> int:
-    """Lint and formatting (ruff), then every test: the helper package, the pipeline, grading, every solution
+    """Lint and formatting (ruff), then every test: the helper package, the notebook build, grading, every solution
     notebook run top to bottom in a fresh kernel (nbval, lax: a cell fails only when it raises), and the course in a
     browser."""
     ensure_system_packages()
@@ -154,11 +157,15 @@ def check(extra_args: list[str]) -> int:
             "solutions",
             "--nbval-lax",
             "--nbval-cell-timeout=1800",  # notebook 08 trains in one cell: ~1 min alone, far longer on a busy machine
-            "-n",
+            "-n",  # a worker per core (twice as many made the check slower: 16 min against 14)
             "auto",
             "--dist",
             "loadfile",
             *extra_args,
+            # One thread per process: pytest's workers, and the notebooks and graders they start, already keep
+            # every core busy. PyTorch's default, a thread per core in every process, makes them wait for one
+            # another: notebook 08 trained 20 times slower so.
+            OMP_NUM_THREADS="1",
         )
         != 0
     )
@@ -167,10 +174,11 @@ def check(extra_args: list[str]) -> int:
 
 
 def generate(extra_args: list[str]) -> int:
-    from autograder import pipeline  # needs the environment's nbgrader
+    import notebook_build  # needs the environment's nbgrader
+    from autograder.repository import assignments
 
-    pipeline.generate()
-    print(f"Regenerated notebooks/ from solutions/ ({len(pipeline.assignments())} assignments).")
+    notebook_build.generate()
+    print(f"Regenerated notebooks/ from solutions/ ({len(assignments())} assignments).")
     return 0
 
 

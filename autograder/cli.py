@@ -2,7 +2,7 @@
 
     python3.11 course.py grade [NOTEBOOK ...]          grade your own notebooks (default: all of notebooks/)
     python3.11 course.py class new DIR                  create a class folder (nbgrader course directory)
-    python3.11 course.py class generate [ASSIGNMENT ...]   write the student versions into release/
+    python3.11 course.py class student-versions [ASSIGNMENT ...]   (again) write release/ from source/
     python3.11 course.py class roster FILE ...             import students (nbgrader's CSV or Canvas' export)
     python3.11 course.py class due ASSIGNMENT WHEN         set a due date (ISO time with zone)
     python3.11 course.py class hand-out ASSIGNMENT ...  put student versions in the JupyterHub exchange
@@ -17,9 +17,9 @@
     python3.11 course.py class release-package OUT --through NN   a student release: notebooks 01..NN and the
                                                         helper package with no answers (autograder/release.py)
 
-The class commands work on the class folder given by --course (default: the current folder). Each is a thin
+The class commands work on the class folder given by --class-folder (default: the current folder). Each is a thin
 layer over nbgrader's own command of the same purpose; grading adds parallel workers, limits, the sandbox
-(autograder/sandbox.py) and the sealed verification (autograder/grading.py).
+(autograder/verification/sandbox.py) and the sealed verification (autograder/verification/).
 
 Grading a class runs every submission in the sandbox and refuses where none can run; --no-sandbox grades anyway,
 and the report says so. A learner's own notebooks are graded in the sandbox when there is one, else without.
@@ -34,12 +34,12 @@ import time
 from pathlib import Path
 
 from autograder import release as student_release
-from autograder.course_directory import CourseDirectory
-from autograder.grading import CELL_TIMEOUT, MEMORY_LIMIT, Limits, Outcome, path_with_this_python
-from autograder.pipeline import NOTEBOOKS, SOLUTIONS, assignments, notebook_paths
+from autograder.class_folder import ClassFolder
+from autograder.grading import CELL_TIMEOUT, MEMORY_LIMIT, Limits, Outcome
 from autograder.report import class_summary, notebook_table, outcome_report
+from autograder.repository import NOTEBOOKS, SOLUTIONS, assignments, notebook_paths, this_python_first
 from autograder.samples import reports, samples
-from autograder.sandbox import unavailable
+from autograder.verification.sandbox import unavailable
 
 LEARNER = "you"  # the student id a learner's own notebooks are graded under
 DEMO_CELL_TIMEOUT = 30.0  # the demo's infinite loop should not hold it up for the course's full limit
@@ -71,14 +71,14 @@ def parser() -> argparse.ArgumentParser:
     new.add_argument("--course-id", help="the course's name in the exchange (default: the folder's name)")
     new.set_defaults(command=new_class)
     for name, command, what in (
-        ("generate", generate, "write the student versions into release/ (nbgrader generate_assignment)"),
+        ("student-versions", student_versions, "write the student versions into release/ (generate_assignment)"),
         ("autograde", autograde, "autograde and verify submissions in parallel, then report"),
         ("feedback", feedback, "write feedback HTML into feedback/ (nbgrader generate_feedback)"),
     ):
         sub = teaching.add_parser(name, help=what)
         sub.add_argument("assignments", nargs="*", help="assignments (default: all)")
         sub.set_defaults(command=command)
-        add_course(sub)
+        add_class_folder(sub)
         if name == "autograde":
             sub.add_argument("--student", action="append", help="grade only this student (repeatable)")
             sub.add_argument("--all", action="store_true", help="grade every submission again, changed or not")
@@ -96,31 +96,31 @@ def parser() -> argparse.ArgumentParser:
     )
     collect.add_argument("--regexp", help="nbgrader FileNameCollectorPlugin pattern with student_id and file_id groups")
     collect.set_defaults(command=collect_submissions)
-    add_course(collect)
+    add_class_folder(collect)
     hand_out = teaching.add_parser("hand-out", help="put student versions in the exchange (release_assignment)")
     hand_out.add_argument("assignments", nargs="+")
     hand_out.set_defaults(command=hand_out_assignments)
-    add_course(hand_out)
+    add_class_folder(hand_out)
     grader = teaching.add_parser("formgrader", help="open nbgrader's formgrader on the class folder, in JupyterLab")
     grader.add_argument("jupyter_options", nargs="*", help="passed to jupyter lab (after --)")
     grader.set_defaults(command=open_formgrader)
-    add_course(grader)
+    add_class_folder(grader)
     export = teaching.add_parser("export", help="export the grades to CSV (nbgrader export)")
     export.add_argument("--to", type=Path, help="CSV file to write (default: grades.csv in the class folder)")
     export.add_argument("--canvas", type=Path, help="write Canvas' gradebook import file here instead")
     export.set_defaults(command=export_grades)
-    add_course(export)
+    add_class_folder(export)
     roster = teaching.add_parser("roster", help="import students into the gradebook (nbgrader db student import)")
     roster.add_argument(
         "files", nargs="+", type=Path, help="nbgrader's student CSV (id,first_name,last_name,email) or Canvas' export"
     )
     roster.set_defaults(command=import_roster)
-    add_course(roster)
+    add_class_folder(roster)
     due = teaching.add_parser("due", help="set an assignment's due date (nbgrader db assignment add --duedate)")
     due.add_argument("assignment")
     due.add_argument("when", help="ISO time with its zone: 2027-03-01T23:59+01:00 (Z for UTC)")
     due.set_defaults(command=set_due)
-    add_course(due)
+    add_class_folder(due)
     demo = teaching.add_parser("demo", help="the whole loop on the sample submissions, in a throw-away folder")
     demo.add_argument("--keep", type=Path, help="make the class folder here and keep it, to look at afterwards")
     demo.set_defaults(command=run_demo)
@@ -133,8 +133,10 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def add_course(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("--course", type=Path, default=Path("."), help="the class folder (default: current folder)")
+def add_class_folder(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--class-folder", type=Path, default=Path("."), help="the class folder (default: the current folder)"
+    )
 
 
 def add_limits(sub: argparse.ArgumentParser, cell_timeout: float = CELL_TIMEOUT) -> None:
@@ -175,8 +177,8 @@ def class_sandbox(args: argparse.Namespace) -> bool:
     return True
 
 
-def course(args: argparse.Namespace) -> CourseDirectory:
-    return CourseDirectory.existing(args.course.expanduser().resolve())
+def class_folder_of(args: argparse.Namespace) -> ClassFolder:
+    return ClassFolder.existing(args.class_folder.expanduser().resolve())
 
 
 # --- learners ---------------------------------------------------------------------------------------------
@@ -195,10 +197,10 @@ def grade_own(args: argparse.Namespace) -> int:
     if reason := unavailable():  # a learner's own code may run unsandboxed: it is theirs
         print(f"Grading without a sandbox ({reason.split('. ')[0]}).", flush=True)
     with tempfile.TemporaryDirectory(prefix="course-grade-") as scratch:
-        class_folder = CourseDirectory.create(Path(scratch) / "class")
+        class_folder = ClassFolder.create(Path(scratch) / "class")
         wanted = sorted({by_name[path.name] for path in paths})
         print(f"Grading {len(paths)} notebook(s), visible and hidden tests ...", flush=True)
-        class_folder.release(wanted)
+        class_folder.write_student_versions(wanted)
         for path in paths:
             folder = class_folder.root / "submitted" / LEARNER / by_name[path.name]
             folder.mkdir(parents=True, exist_ok=True)
@@ -225,22 +227,22 @@ def new_class(args: argparse.Namespace) -> int:
         print(f"{root} exists and is not empty; choose a new folder.")
         return 2
     exchange = args.exchange.expanduser().resolve() if args.exchange else None
-    CourseDirectory.create(root, exchange, args.course_id).release()
+    ClassFolder.create(root, exchange, args.course_id).write_student_versions()
     print(f"Created {root}: source/ (the solutions), release/ (student versions), nbgrader_config.py.")
     if exchange:
         print(f"Students fetch and submit through the exchange {exchange}; hand assignments out with `class hand-out`.")
     return 0
 
 
-def generate(args: argparse.Namespace) -> int:
-    class_folder = course(args)
-    class_folder.release(args.assignments or None)
+def student_versions(args: argparse.Namespace) -> int:
+    class_folder = class_folder_of(args)
+    class_folder.write_student_versions(args.assignments or None)
     print(f"Student versions written to {class_folder.root / 'release'}.")
     return 0
 
 
 def hand_out_assignments(args: argparse.Namespace) -> int:
-    class_folder = course(args)
+    class_folder = class_folder_of(args)
     for assignment in args.assignments:
         class_folder.hand_out(assignment)
         print(f"{assignment}: in the exchange; students fetch it in JupyterLab's Assignments tab (nbgrader fetch).")
@@ -249,10 +251,10 @@ def hand_out_assignments(args: argparse.Namespace) -> int:
 
 def collect_submissions(args: argparse.Namespace) -> int:
     if not args.sources:
-        students = course(args).collect_from_exchange(args.assignment)
+        students = class_folder_of(args).collect_from_exchange(args.assignment)
         print(f"{args.assignment}: submissions of {len(students)} student(s) from the exchange: {', '.join(students)}")
         return 0
-    collected = course(args).collect(args.assignment, [path.resolve() for path in args.sources], args.regexp)
+    collected = class_folder_of(args).collect(args.assignment, [path.resolve() for path in args.sources], args.regexp)
     students = collected.students
     print(f"{args.assignment}: submissions of {len(students)} student(s) in submitted/: {', '.join(students)}")
     for name, reason in collected.left_out.items():
@@ -263,7 +265,7 @@ def collect_submissions(args: argparse.Namespace) -> int:
 
 
 def autograde(args: argparse.Namespace) -> int:
-    class_folder = course(args)
+    class_folder = class_folder_of(args)
     pairs = class_folder.submissions(args.assignments or None, args.student)
     if not pairs:
         print("No submissions to grade in submitted/.")
@@ -287,7 +289,7 @@ def autograde(args: argparse.Namespace) -> int:
     return 1 if ungraded else 0
 
 
-def graded_with_progress(class_folder: CourseDirectory, pairs: list[tuple], chosen: Limits) -> list[Outcome]:
+def graded_with_progress(class_folder: ClassFolder, pairs: list[tuple], chosen: Limits) -> list[Outcome]:
     print(f"Grading {len(pairs)} submission(s) with {chosen.workers} worker(s) ...", flush=True)
     start, finished = time.monotonic(), []
 
@@ -305,7 +307,7 @@ def graded_with_progress(class_folder: CourseDirectory, pairs: list[tuple], chos
 
 
 def feedback(args: argparse.Namespace) -> int:
-    class_folder = course(args)
+    class_folder = class_folder_of(args)
     for assignment in args.assignments or class_folder.assignments():
         for path in class_folder.generate_feedback(assignment, show_hidden_tests=args.show_hidden_tests):
             print(f"{path.parent.parent.name} · {assignment} was not graded; {path.name} says why.")
@@ -319,29 +321,30 @@ def feedback(args: argparse.Namespace) -> int:
 def open_formgrader(args: argparse.Namespace) -> int:
     """JupyterLab on the class folder: the formgrader reads nbgrader_config.py from the folder it is started in, so
     its Autograde button grades as `class autograde` does (the sandbox and the sealed verification)."""
-    root = course(args).root
+    root = class_folder_of(args).root
     as_root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []  # as course.py lab does
     server = [f"--ServerApp.root_dir={root}", "--LabApp.default_url=/formgrader", *as_root, *args.jupyter_options]
-    env = {**os.environ, "PATH": path_with_this_python()}
+    env = this_python_first()
     return subprocess.run([sys.executable, "-m", "jupyter", "lab", *server], cwd=root, env=env).returncode
 
 
 def export_grades(args: argparse.Namespace) -> int:
     if args.canvas:
-        print(f"Canvas gradebook import file written to {course(args).export_canvas(args.canvas)}: Grades → Import.")
+        written = class_folder_of(args).export_canvas(args.canvas)
+        print(f"Canvas gradebook import file written to {written}: Grades → Import.")
         return 0
-    print(f"Grades written to {course(args).export(args.to)}.")
+    print(f"Grades written to {class_folder_of(args).export(args.to)}.")
     return 0
 
 
 def import_roster(args: argparse.Namespace) -> int:
-    imported = course(args).import_roster([path.resolve() for path in args.files])
+    imported = class_folder_of(args).import_roster([path.resolve() for path in args.files])
     print(f"Imported {imported} student(s) into the gradebook.")
     return 0
 
 
 def set_due(args: argparse.Namespace) -> int:
-    due = course(args).set_due(args.assignment, args.when)
+    due = class_folder_of(args).set_due(args.assignment, args.when)
     print(f"{args.assignment} is due {due.isoformat()}; later submissions get the late penalty when graded.")
     return 0
 
@@ -368,8 +371,8 @@ def demo_in(root: Path, args: argparse.Namespace) -> int:
     """The hostile samples are graded only in the sandbox; without one they would do what they try."""
     sandboxed = class_sandbox(args)
     assignment = assignments()[0]
-    class_folder = CourseDirectory.create(root)
-    class_folder.release([assignment])
+    class_folder = ClassFolder.create(root)
+    class_folder.write_student_versions([assignment])
     chosen = samples(assignment, class_folder.released(assignment), sandboxed=sandboxed)
     for sample in chosen:
         class_folder.submit(sample.submission.student, assignment, sample.submission.notebooks, sample.submission.files)

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import nbformat
 from nbformat.notebooknode import NotebookNode
-from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
 from traitlets import Unicode
+
+from autograder.cells import grade_id, is_test
 
 
 class HideHiddenTests(ClearHiddenTests):
@@ -50,7 +51,7 @@ class FailedTestMessages(NbGraderPreprocessor):
     and the traceback would show the grading machine's paths and the test code that raised."""
 
     def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int) -> tuple[NotebookNode, dict]:
-        if utils.is_grade(cell) and not utils.is_solution(cell):
+        if is_test(cell):
             for output in cell.get("outputs", []):
                 if output.output_type == "error":
                     output.traceback = [f"{output.ename}: {output.evalue}"]
@@ -62,9 +63,9 @@ class FailuresFirst(NbGraderPreprocessor):
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         failures = [
-            (cell.metadata.get("nbgrader", {}).get("grade_id", "a test"), output)
+            (grade_id(cell) or "a test", output)
             for cell in nb.cells
-            if utils.is_grade(cell) and not utils.is_solution(cell)
+            if is_test(cell)
             for output in cell.get("outputs", [])
             if output.output_type == "error"
         ]

@@ -1,12 +1,13 @@
 """Grading a class in parallel: each (student, assignment) is autograded by nbgrader in a scratch copy of the
 course directory, and written into the class gradebook by this process alone. nbgrader's autograde runs the
-course's steps (``verification.py``): the kernel in the sandbox, then the sealed verification.
+course's steps (``verification/nbgrader_steps.py``): the kernel in the sandbox, then the sealed verification.
 
 Why a sandbox. The student's code runs in nbgrader's kernel and in the sealed run, and both run in the
-grading sandbox (``sandbox.py``): it sees no class folder, no gradebook, no source notebook and no other
+grading sandbox (``verification/sandbox.py``): it sees no class folder, no gradebook, no source notebook and no other
 submission, has no network, and every process it starts ends with the job. nbgrader itself, which reads the
 gradebook and restores the hidden tests, runs outside and sends them to the kernel as code to run; the kernel
-talks to nbgrader over Unix sockets in a folder that only the two share (``verification.SandboxedExecute``).
+talks to nbgrader over Unix sockets in a folder that only the two share (``SandboxedExecute``, in
+``verification/nbgrader_steps.py``).
 
 Why scratch copies. Running ``nbgrader autograde --student X`` for several students at once against one
 SQLite gradebook worked in our trials (SQLite makes concurrent writers wait up to 5 s), but it rests on file
@@ -43,8 +44,18 @@ from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
 
 from autograder.cells import grade_id, is_test, points
-from autograder.sandbox import Sandbox
-from autograder.verification import NOT_VERIFIED, VERIFICATION, run_sealed
+from autograder.repository import this_python_first
+from autograder.verification.findings import (
+    ExtraFile,
+    Finding,
+    NotGraded,
+    NotGradedByNbgrader,
+    NotOfThisAssignment,
+    NotSubmitted,
+    NotVerified,
+)
+from autograder.verification.nbgrader_steps import FAILED, NOT_VERIFIED, VERIFICATION, run_sealed
+from autograder.verification.sandbox import Sandbox
 
 NO_END = "did not finish within"  # what the log says of an nbgrader run that had to be stopped
 START_UP_ALLOWANCE = 120.0  # seconds for nbgrader and its kernel to start, on top of the cells' limits
@@ -79,12 +90,21 @@ class Job:
     limits: Limits
 
 
+@dataclass(frozen=True)
+class KernelFailure:
+    """How a test cell failed in nbgrader's kernel."""
+
+    error_type: str  # the class name of its first error: NotImplementedYet, CheckFailed, SealedVerification
+    text: str  # every error it showed, as "Type: message"
+
+
 @dataclass
 class TestResult:
     name: str  # the test cell's grade_id
     max_points: float
     points: float
     message: str | None = None  # why it earned less than its points
+    error_type: str | None = None  # the class name of the error that failed it: NotImplementedYet, SealedVerification
     overruled: bool = False  # passed in nbgrader's kernel, failed the sealed verification
     unscored: bool = False  # nbgrader gave it no score (its cell was missing), so it awaits manual grading
 
@@ -93,7 +113,7 @@ class TestResult:
 class NotebookResult:
     name: str  # file name, e.g. 01_self_attention_averaging.ipynb
     tests: list[TestResult] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # what else happened: tampering, faults, nbgrader's errors
+    notes: list[Finding] = field(default_factory=list)  # what else happened: tampering, faults, nbgrader's errors
     submitted: bool = True
     graded_by_nbgrader: bool = True
     verification_seconds: float = 0.0  # of nbgrader's run, the sealed verification's share
@@ -112,7 +132,7 @@ class Outcome:
     student: str
     assignment: str
     notebooks: list[NotebookResult] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # about the submission as a whole: extra or misnamed files
+    notes: list[Finding] = field(default_factory=list)  # about the submission as a whole: extra or misnamed files
     scratch: Path | None = None  # where nbgrader graded it; removed once merged
     seconds: dict[str, float] = field(default_factory=dict)  # time spent: nbgrader, then verification
     failure: str | None = None  # why the autograder could not grade it at all
@@ -129,10 +149,15 @@ class Outcome:
         return [test for notebook in self.notebooks for test in notebook.tests]
 
     @property
+    def findings(self) -> list[Finding]:
+        """What grading found besides the tests' scores: about the submission, then about each notebook."""
+        return self.notes + [note for notebook in self.notebooks for note in notebook.notes]
+
+    @property
     def messages(self) -> list[str]:
-        """Everything the report says went wrong: notes on the submission and its notebooks, failed tests."""
-        notes = self.notes + [note for notebook in self.notebooks for note in notebook.notes]
-        return notes + [f"{test.name}: {test.message}" for test in self.tests if test.message]
+        """Everything the report says went wrong: what grading found, failed tests."""
+        found = [finding.text for finding in self.findings]
+        return found + [f"{test.name}: {test.message}" for test in self.tests if test.message]
 
 
 def autograde(root: Path, pairs: list[tuple[str, str]], limits: Limits, progress=lambda outcome: None) -> list[Outcome]:
@@ -153,6 +178,8 @@ def run_jobs(jobs: list[Job], limits: Limits, progress) -> tuple[list[Outcome], 
     outcomes, broken = [], []
     context = get_context("spawn")  # workers start clean, whatever the parent has imported or opened
     threads = max(1, (os.cpu_count() or 1) // limits.workers)
+    if os.environ.get("OMP_NUM_THREADS", "").isdigit():  # a caller that shares the cores with others already chose
+        threads = max(1, min(threads, int(os.environ["OMP_NUM_THREADS"])))
     with ProcessPoolExecutor(
         limits.workers, mp_context=context, initializer=prepare_worker, initargs=(limits.memory, threads)
     ) as pool:
@@ -173,7 +200,7 @@ def run_jobs(jobs: list[Job], limits: Limits, progress) -> tuple[list[Outcome], 
 
 
 def failed(job: Job, reason: str) -> Outcome:
-    return Outcome(job.student, job.assignment, notes=[f"not graded: {reason}"], failure=reason)
+    return Outcome(job.student, job.assignment, notes=[NotGraded(reason)], failure=reason)
 
 
 def prepare_worker(memory: int, threads: int) -> None:
@@ -228,19 +255,15 @@ def set_up_scratch(job: Job, scratch: Path, outcome: Outcome) -> None:
     outcome.notes += extra_file_notes(extra, expected)
 
 
-def extra_file_notes(extra: list[Path], expected: set[str]) -> list[str]:
+def extra_file_notes(extra: list[Path], expected: set[str]) -> list[Finding]:
     """Files nbgrader would copy next to the notebook are left out: in the kernel's folder, a file named
     torch.py would be imported in place of PyTorch."""
-    notes = []
-    for path in extra:
-        if path.suffix == ".ipynb":
-            names = ", ".join(sorted(expected))
-            notes.append(f"{path} is not a notebook of this assignment (expected {names}); it was not graded")
-        elif path.suffix == ".py" or path.parent != Path("."):
-            notes.append(f"extra file {path} was left out: its name could shadow a module the checks import")
-        else:
-            notes.append(f"extra file {path} was left out (only the assignment's notebooks are graded)")
-    return notes
+    return [
+        NotOfThisAssignment(str(path), tuple(sorted(expected)))
+        if path.suffix == ".ipynb"
+        else ExtraFile(str(path), could_shadow=path.suffix == ".py" or path.parent != Path("."))
+        for path in extra
+    ]
 
 
 def run_nbgrader(job: Job, scratch: Path) -> str:
@@ -258,9 +281,8 @@ def run_nbgrader(job: Job, scratch: Path) -> str:
         f"--ExecutePreprocessor.timeout={math.ceil(job.limits.cell_timeout)}",  # nbgrader takes whole seconds
     ]
     command += [f"--GradingSandbox.enabled={job.limits.sandbox}", f"--GradingSandbox.memory={job.limits.memory}"]
-    env = {**os.environ, "PATH": path_with_this_python()}
     process = subprocess.Popen(
-        command, cwd=scratch, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command, cwd=scratch, env=this_python_first(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     code_cells = sum(
         cell.cell_type == "code"
@@ -288,10 +310,6 @@ def stop_with_children(process: subprocess.Popen) -> None:
             member.kill()
 
 
-def path_with_this_python() -> str:
-    return str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
-
-
 def grade_notebook(job: Job, scratch: Path, source_path: Path, log: str) -> NotebookResult:
     result = NotebookResult(source_path.name)
     source = nbformat.read(source_path, as_version=4)
@@ -300,14 +318,14 @@ def grade_notebook(job: Job, scratch: Path, source_path: Path, log: str) -> Note
     result.submitted, result.graded_by_nbgrader = submitted_path.exists(), autograded_path.exists()
     overruled = {}
     if not result.submitted:
-        result.notes.append(f"{source_path.name} was not submitted")
+        result.notes.append(NotSubmitted(source_path.name))
     elif result.graded_by_nbgrader:
         overruled = verification_of(autograded_path, source, result)
     else:  # nbgrader gave up on it (its kernel died, or it is no notebook): the sealed run says what happened
         released = nbformat.read(job.root / "release" / job.assignment / source_path.name, as_version=4)
         sandbox = Sandbox(memory=job.limits.memory) if job.limits.sandbox else None
         run_sealed(source, released, submitted_path, job.limits.cell_timeout, sandbox, result.notes)
-        result.notes.append(f"nbgrader could not grade it: {nbgrader_error(log)}")
+        result.notes.append(NotGradedByNbgrader(nbgrader_error(log)))
     scores = scores_in(scratch, job, source_path.stem)
     in_kernel = failures_in(autograded_path) if result.graded_by_nbgrader else {}
     for cell in (cell for cell in source.cells if is_test(cell)):
@@ -317,31 +335,35 @@ def grade_notebook(job: Job, scratch: Path, source_path: Path, log: str) -> Note
 
 
 def verification_of(autograded_path: Path, source, result: NotebookResult) -> dict[str, str]:
-    """What the sealed verification (run inside nbgrader's autograde, verification.py) found: its notes go into
-    ``result``; returns the tests it failed, with why. A notebook graded without it earns nothing unverified."""
+    """What the sealed verification (run inside nbgrader's autograde, verification/nbgrader_steps.py) found: its
+    notes go into ``result``; returns the tests it failed, with why. A notebook graded without it earns nothing
+    unverified."""
     found = nbformat.read(autograded_path, as_version=4).metadata.get(VERIFICATION)
     if found is None:
-        result.notes.append("the sealed verification did not run (the class's nbgrader_config.py leaves it out)")
+        result.notes.append(NotVerified())
         return {grade_id(cell): NOT_VERIFIED for cell in source.cells if is_test(cell) and points(cell)}
-    result.notes += found["notes"]
+    result.notes += [Finding.from_json(note) for note in found["notes"]]
     result.verification_seconds = found["seconds"]
     return found["overruled"]
 
 
 def test_result(
-    cell, score: float | None, error: str | None, overruled: str | None, result: NotebookResult
+    cell, score: float | None, error: KernelFailure | None, overruled: str | None, result: NotebookResult
 ) -> TestResult:
     """A test's final score: nbgrader's, in which the sealed verification has already failed the tests that did not
     pass there (``overruled``: why)."""
-    test = TestResult(grade_id(cell), points(cell), score or 0.0, error)
+    test = TestResult(grade_id(cell), points(cell), score or 0.0)
+    if error is not None:
+        test.message, test.error_type = error.text, error.error_type
     if not result.graded_by_nbgrader:
         test.points, test.message = 0.0, "not graded (see the notes)" if result.submitted else "not submitted"
     elif score is None:
         test.unscored, test.message = True, "nbgrader did not run it: the test cell is missing from the submission"
     elif overruled:
         test.points, test.message, test.overruled = 0.0, overruled, overruled != NOT_VERIFIED
+        test.error_type = FAILED
     if test.points == test.max_points:
-        test.message = None
+        test.message = test.error_type = None
     return test
 
 
@@ -359,13 +381,14 @@ def scores_in(scratch: Path, job: Job, notebook: str) -> dict[str, float | None]
         return {grade.name: grade.auto_score for grade in submission.grades}
 
 
-def failures_in(autograded: Path) -> dict[str, str]:
+def failures_in(autograded: Path) -> dict[str, KernelFailure]:
     """For each test cell that failed in nbgrader's run: the error it showed."""
     failures = {}
     for cell in nbformat.read(autograded, as_version=4).cells:
         errors = [output for output in cell.get("outputs", []) if output.output_type == "error"]
         if is_test(cell) and errors:
-            failures[grade_id(cell)] = "\n".join(f"{error.ename}: {error.evalue}" for error in errors)
+            text = "\n".join(f"{error.ename}: {error.evalue}" for error in errors)
+            failures[grade_id(cell)] = KernelFailure(errors[0].ename, text)
     return failures
 
 

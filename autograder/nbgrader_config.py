@@ -29,14 +29,14 @@ from autograder.grading import CELL_TIMEOUT  # noqa: E402 (the repository is on 
 c.ExecutePreprocessor.timeout = math.ceil(CELL_TIMEOUT)
 
 # Every autograde (the course's `class autograde`, `nbgrader autograde` by hand, the formgrader's button) runs the
-# kernel in the grading sandbox and the sealed verification before the scores are saved (autograder/verification.py).
+# kernel in the grading sandbox and the sealed verification before the scores are saved (autograder/verification/).
 # Grading without the sandbox: c.GradingSandbox.enabled = False (only for code you trust).
 c.Autograde.autograde_preprocessors = [
-    "autograder.verification.SandboxedExecute",
+    "autograder.verification.nbgrader_steps.SandboxedExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "autograder.verification.SealedVerification",
+    "autograder.verification.nbgrader_steps.SealedVerification",
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",

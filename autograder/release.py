@@ -17,7 +17,7 @@ import re
 import shutil
 from pathlib import Path
 
-from autograder.pipeline import NOTEBOOKS, REPO, assignments
+from autograder.repository import NOTEBOOKS, REPO, assignments
 
 PACKAGE = REPO / "src" / "transformer_course"
 # What course.py needs to set up and open the course: itself and what it installs from.

@@ -6,10 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from autograder.grading import NotebookResult, Outcome
+from transformer_course.checks import CheckFailed
 
 EXERCISE_WIDTH = 24
 LINE_WIDTH = 110
-CHECK_FAILED = "CheckFailed: "  # a check's own message needs no type name in front of it
+# A check's own message needs no type name in front of it.
+CHECKS_OWN_ERRORS = {kind.__name__ for kind in (CheckFailed, *CheckFailed.__subclasses__())}
 
 
 def exercise(test: str) -> str:
@@ -25,9 +27,11 @@ def notebook_table(result: NotebookResult) -> str:
     lines = [f"{result.name}: {points(result.points)} / {points(result.max_points)} points"]
     for test in result.tests:
         row = f"  {exercise(test.name):<{EXERCISE_WIDTH}} {points(test.points):>3} / {points(test.max_points):<3} "
-        message = (test.message or "✔").removeprefix(CHECK_FAILED)
+        message = test.message or "✔"
+        if test.error_type in CHECKS_OWN_ERRORS:
+            message = message.removeprefix(f"{test.error_type}: ")
         lines += wrapped(message, indent=" " * len(row), first=row)
-    lines += [line for note in result.notes for line in wrapped(note, indent="        ", first="  note: ")]
+    lines += [line for note in result.notes for line in wrapped(note.text, indent="        ", first="  note: ")]
     return "\n".join(lines)
 
 
@@ -80,7 +84,7 @@ def duration(seconds: float) -> str:
 def outcome_report(outcome: Outcome, heading: bool = True) -> str:
     """Everything about one student's assignment: notes on the submission, then each notebook's table."""
     parts = [f"== {outcome.student} · {outcome.assignment}"] if heading else []
-    parts += [line for note in outcome.notes for line in wrapped(note, indent="        ", first="  note: ")]
+    parts += [line for note in outcome.notes for line in wrapped(note.text, indent="        ", first="  note: ")]
     parts += [notebook_table(notebook) for notebook in outcome.notebooks]
     return "\n".join(parts)
 

@@ -7,7 +7,7 @@ for the first exercise would show; a change to what the checks rely on voids eve
 
 The hostile samples attack the machine rather than the checks: they look for the class folder, the solutions,
 the gradebook and the network, and try to outlive their job or exhaust it. They are graded only in the grading
-sandbox (autograder/sandbox.py): without it they would do what they try.
+sandbox (autograder/verification/sandbox.py): without it they would do what they try.
 """
 
 import ast
@@ -17,7 +17,20 @@ from dataclasses import dataclass
 import nbformat
 
 from autograder.cells import grade_id, is_answer, is_test
+from autograder.grading import Outcome
 from autograder.submissions import Submission, filled_in, solution_code
+from autograder.verification.findings import (
+    CellFailed,
+    ChangedCell,
+    ExtraFile,
+    Finding,
+    NotOfThisAssignment,
+    NotSubmitted,
+    RunEnded,
+    Tampering,
+    TimedOut,
+    Unreadable,
+)
 
 UNIMPLEMENTED = re.compile(r"^(?P<indent>[ \t]*)raise NotImplementedError\(\)", re.MULTILINE)
 
@@ -122,7 +135,7 @@ class Sample:
     submission: Submission
     what: str  # what the student did, in a few words
     earns: frozenset[str]  # the test cells that earn their points; every other one earns none
-    reported: str  # a phrase the report on this submission must contain ("" when there is nothing to say)
+    reported: "Expected | None"  # what the report on this submission must show (None: nothing at all)
 
 
 @dataclass(frozen=True)
@@ -169,10 +182,44 @@ class Assignment:
         return UNIMPLEMENTED.sub(lambda match: indented(code, match["indent"]), self.stub(answer), count=1)
 
 
-def reports(outcome, phrase: str) -> bool:
-    """Whether the report on a graded sample says what happened: contains the phrase, or, when there is
-    nothing to say, says nothing."""
-    return any(phrase in message for message in outcome.messages) if phrase else outcome.messages == []
+@dataclass(frozen=True)
+class Found:
+    """The report holds a finding of this kind whose fields have these values (a field that holds several: among
+    them)."""
+
+    kind: type[Finding]
+    values: tuple[tuple[str, object], ...] = ()
+
+    def __call__(self, outcome: Outcome) -> bool:
+        return any(isinstance(finding, self.kind) and self.fits(finding) for finding in outcome.findings)
+
+    def fits(self, finding: Finding) -> bool:
+        held = [(getattr(finding, name), value) for name, value in self.values]
+        return all(value in field if isinstance(field, tuple) else field == value for field, value in held)
+
+
+@dataclass(frozen=True)
+class TestFailedWith:
+    """A test failed with an error of this type (its class name: the check's NotImplementedYet, the student's
+    code's IndexError)."""
+
+    error_type: str
+    saying: str = ""  # words of the error itself (PyTorch's, the system's), never the course's own
+
+    def __call__(self, outcome: Outcome) -> bool:
+        return any(test.error_type == self.error_type and self.saying in (test.message or "") for test in outcome.tests)
+
+
+Expected = Found | TestFailedWith
+
+
+def found(kind: type[Finding], **values) -> Found:
+    return Found(kind, tuple(values.items()))
+
+
+def reports(outcome: Outcome, expected: Expected | None) -> bool:
+    """Whether the report on a graded sample shows what happened, or, when there is nothing to show, nothing."""
+    return expected(outcome) if expected else outcome.messages == []
 
 
 def indented(code: str, indent: str) -> str:
@@ -189,7 +236,9 @@ def samples(
     return found + (hostile(course, listening_port) if sandboxed else [])
 
 
-def sample(course: Assignment, student: str, what: str, earns, reported: str, notebook=None, files=None) -> Sample:
+def sample(
+    course: Assignment, student: str, what: str, earns, reported: Expected | None, notebook=None, files=None
+) -> Sample:
     notebooks = {course.notebook: notebook} if notebook is not None else {}
     submission = Submission(f"sample-{student}", course.name, notebooks, files=files or {})
     return Sample(submission, what, frozenset(earns), reported)
@@ -202,16 +251,16 @@ def all_but_first(course: Assignment) -> list[str]:
 def honest(course: Assignment) -> list[Sample]:
     untouched = nbformat.from_dict(course.released)
     return [
-        sample(course, "full-marks", "every exercise solved", course.tests, "", course.notebook_with()),
+        sample(course, "full-marks", "every exercise solved", course.tests, None, course.notebook_with()),
         sample(
             course,
             "partial",
             "the first exercise left as it was",
             all_but_first(course),
-            "not implemented yet",
+            TestFailedWith("NotImplementedYet"),
             course.first_unanswered(),
         ),
-        sample(course, "untouched", "nothing done", [], "not implemented yet", untouched),
+        sample(course, "untouched", "nothing done", [], TestFailedWith("NotImplementedYet"), untouched),
     ]
 
 
@@ -230,10 +279,14 @@ def tampering_with_cells(course: Assignment) -> list[Sample]:
     reordered.cells.append(reordered.cells.pop(reordered.cells.index(course.cell(reordered, first_test))))
     rest = all_but_first(course)
     return [
-        sample(course, "test-edited", "a test cell's code replaced", rest, "was edited", edited),
-        sample(course, "test-deleted", "a test cell deleted", rest, "was deleted", deleted),
-        sample(course, "test-retyped", "a test cell made markdown", rest, "to a markdown cell", retyped),
-        sample(course, "reordered", "a test cell moved to the end", rest, "reordered", reordered),
+        sample(course, "test-edited", "a test cell's code replaced", rest, found(ChangedCell, change="edited"), edited),
+        sample(course, "test-deleted", "a test cell deleted", rest, found(ChangedCell, change="deleted"), deleted),
+        sample(
+            course, "test-retyped", "a test cell made markdown", rest, found(ChangedCell, change="retyped"), retyped
+        ),
+        sample(
+            course, "reordered", "a test cell moved to the end", rest, found(ChangedCell, change="reordered"), reordered
+        ),
     ]
 
 
@@ -248,7 +301,7 @@ def tampering_in_the_kernel(course: Assignment) -> list[Sample]:
             "torch-allclose",
             "torch.allclose made to always agree",
             [],
-            "replaced torch.allclose",
+            found(Tampering, subjects="torch.allclose"),
             course.first_unanswered(TORCH_ALLCLOSE),
         ),
         sample(
@@ -256,7 +309,7 @@ def tampering_in_the_kernel(course: Assignment) -> list[Sample]:
             "numpy-allclose",
             "np.allclose made to always agree",
             [],
-            "replaced numpy.allclose",
+            found(Tampering, subjects="numpy.allclose"),
             course.first_unanswered(NUMPY_ALLCLOSE),
         ),
         sample(
@@ -264,7 +317,7 @@ def tampering_in_the_kernel(course: Assignment) -> list[Sample]:
             "assert-close",
             "torch.testing.assert_close made to pass",
             [],
-            "replaced torch.testing.assert_close",
+            found(Tampering, subjects="torch.testing.assert_close"),
             course.first_unanswered(ASSERT_CLOSE),
         ),
         sample(
@@ -272,7 +325,7 @@ def tampering_in_the_kernel(course: Assignment) -> list[Sample]:
             "check-replaced",
             f"the course's {check} made to pass",
             [],
-            f"replaced {check_label(check)}",
+            found(Tampering, subjects=check_label(check)),
             course.first_unanswered(f"{check} = lambda *args, **kwargs: None\n"),
         ),
         sample(
@@ -280,7 +333,7 @@ def tampering_in_the_kernel(course: Assignment) -> list[Sample]:
             "asserts-neutralised",
             "asserts removed and errors swallowed by an AST transformer",
             [],
-            "get_ipython().ast_transformers",
+            found(Tampering, subjects="get_ipython().ast_transformers"),
             course.first_unanswered(NO_FAILURES),
         ),
         sample(
@@ -288,7 +341,7 @@ def tampering_in_the_kernel(course: Assignment) -> list[Sample]:
             "errors-swallowed",
             "a custom exception handler that hides errors",
             [],
-            "get_ipython().set_custom_exc",
+            found(Tampering, subjects="get_ipython().set_custom_exc"),
             course.first_unanswered(SWALLOW_ERRORS),
         ),
         sample(
@@ -296,7 +349,7 @@ def tampering_in_the_kernel(course: Assignment) -> list[Sample]:
             "fake-output",
             "“passed” printed and stored as the test's output",
             all_but_first(course),
-            "not implemented yet",
+            TestFailedWith("NotImplementedYet"),
             fake_output,
         ),
     ]
@@ -327,7 +380,7 @@ def faults(course: Assignment) -> list[Sample]:
             "infinite-loop",
             "an answer cell that never ends",
             all_but_first(course),
-            "ran longer than",
+            found(TimedOut, cell=first),
             course.notebook_with(**{first: LOOP}),
         ),
         sample(
@@ -335,7 +388,7 @@ def faults(course: Assignment) -> list[Sample]:
             "kernel-exits",
             "os._exit in an answer cell",
             [],
-            "exited with code 1",
+            found(RunEnded, exit_code=1),
             course.notebook_with(**{second: course.solutions[second] + "\n\n" + EXIT_KERNEL}),
         ),
         sample(
@@ -343,7 +396,7 @@ def faults(course: Assignment) -> list[Sample]:
             "segfault",
             "a segmentation fault in an answer cell",
             [],
-            "SIGSEGV",
+            found(RunEnded, signal="SIGSEGV"),
             course.notebook_with(**{third: course.solutions[third] + "\n\n" + SEGFAULT}),
         ),
         sample(
@@ -351,7 +404,7 @@ def faults(course: Assignment) -> list[Sample]:
             "huge-allocation",
             "an answer that allocates 64 GiB",
             all_but_first(course),
-            "can't allocate memory",
+            TestFailedWith("CheckFailed", saying="can't allocate memory"),  # PyTorch's words, in the check's message
             course.notebook_with(**{first: course.stub_doing(first, HOARD)}),
         ),
         sample(
@@ -359,7 +412,7 @@ def faults(course: Assignment) -> list[Sample]:
             "malformed",
             "a notebook file cut short",
             [],
-            "could not be read as a notebook",
+            found(Unreadable),
             files={course.notebook: malformed[: len(malformed) // 2]},
         ),
         sample(
@@ -367,7 +420,7 @@ def faults(course: Assignment) -> list[Sample]:
             "missing",
             "no notebook, only a note",
             [],
-            "was not submitted",
+            found(NotSubmitted),
             files={"README.txt": "I could not finish in time.\n"},
         ),
         sample(
@@ -375,7 +428,7 @@ def faults(course: Assignment) -> list[Sample]:
             "misnamed",
             "the notebook saved under another name",
             [],
-            "is not a notebook of this assignment",
+            found(NotOfThisAssignment),
             files={f"{stem} (1).ipynb": nbformat.writes(course.notebook_with())},
         ),
         sample(
@@ -383,7 +436,7 @@ def faults(course: Assignment) -> list[Sample]:
             "extra-files",
             "every exercise solved, with extra files",
             course.tests,
-            "extra file torch.py",
+            found(ExtraFile, path="torch.py", could_shadow=True),
             course.notebook_with(),
             files={"torch.py": 'raise ImportError("not PyTorch")\n', "notes.txt": "notes\n"},
         ),
@@ -399,7 +452,7 @@ def hostile(course: Assignment, listening_port: int) -> list[Sample]:
             "reads-class",
             "reads the class's gradebook and source notebooks",
             all_but_first(course),
-            "IndexError",
+            found(CellFailed, error_type="IndexError"),
             course.first_unanswered(READ_CLASS),
         ),
         sample(
@@ -407,7 +460,7 @@ def hostile(course: Assignment, listening_port: int) -> list[Sample]:
             "vandal",
             "deletes the other submissions, rewrites the source, empties the gradebook",
             all_but_first(course),
-            "IndexError",
+            found(CellFailed, error_type="IndexError"),
             course.first_unanswered(VANDALISE_CLASS),
         ),
         sample(
@@ -415,7 +468,7 @@ def hostile(course: Assignment, listening_port: int) -> list[Sample]:
             "reads-solutions",
             "prints the repository's solution notebooks",
             all_but_first(course),
-            "No such file or directory",
+            found(CellFailed, error_type="FileNotFoundError"),
             course.first_unanswered(READ_SOLUTIONS),
         ),
         sample(
@@ -423,7 +476,7 @@ def hostile(course: Assignment, listening_port: int) -> list[Sample]:
             "daemon",
             "starts a background process to empty gradebooks after the kernel ends",
             all_but_first(course),
-            "not implemented yet",
+            TestFailedWith("NotImplementedYet"),
             course.first_unanswered(DAEMON),
         ),
         sample(
@@ -431,7 +484,7 @@ def hostile(course: Assignment, listening_port: int) -> list[Sample]:
             "network",
             "connects to a server on the grading machine",
             all_but_first(course),
-            "Connection refused",
+            found(CellFailed, error_type="ConnectionRefusedError"),
             course.first_unanswered(NETWORK.format(port=listening_port)),
         ),
         # Its copies of the kernel hold every place under the process limit until the kernel ends, so the kernel
@@ -442,7 +495,7 @@ def hostile(course: Assignment, listening_port: int) -> list[Sample]:
             "fork-bomb",
             "a fork bomb",
             [],
-            "Resource temporarily unavailable",
+            found(CellFailed, error_type="BlockingIOError"),  # EAGAIN: no process left to fork
             course.last_unanswered(FORK_BOMB),
         ),
         sample(
@@ -450,7 +503,7 @@ def hostile(course: Assignment, listening_port: int) -> list[Sample]:
             "fills-disk",
             "writes until its disk is full",
             all_but_last,
-            "No space left on device",
+            found(CellFailed, error_type="OSError"),  # ENOSPC
             course.last_unanswered(FILL_DISK),
         ),
     ]

@@ -1,19 +1,13 @@
-"""Submissions made by code from the solutions and the kept wrong answers, to grade as students would be.
+"""Submissions made by code from the solutions, to grade as students' would be: a complete submission is the
+student version with every solution cell filled in with the solution's code."""
 
-A complete submission is the student version with every solution cell filled in with the solution's
-code. A wrong-answer submission replaces some of those cells with kept wrong answers; because every
-exercise is graded on its own, one submission can carry one wrong answer per exercise.
-"""
-
-import itertools
 import re
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 import nbformat
 
-from autograder.pipeline import SOLUTIONS
-from autograder.wrong_answers import WrongAnswer, all_wrong_answers
+from autograder.cells import grade_id, is_answer, is_test, points
+from autograder.repository import SOLUTIONS
 
 SOLUTION_MARKERS = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$\n?", re.MULTILINE)
 
@@ -23,7 +17,7 @@ class Submission:
     student: str
     assignment: str
     notebooks: dict[str, nbformat.NotebookNode]
-    wrong_answers: list[WrongAnswer] = field(default_factory=list)
+    wrong_answers: list = field(default_factory=list)  # kept wrong answers it carries (tests/wrong_answers)
     files: dict[str, str] = field(default_factory=dict)  # other files handed in, by name: text as it is
 
 
@@ -34,10 +28,10 @@ def solution_notebooks(assignment: str) -> dict[str, nbformat.NotebookNode]:
 def solution_code(assignment: str) -> dict[str, str]:
     """The code of every solution cell, by grade_id, as a student would type it (no markers)."""
     return {
-        cell.metadata["nbgrader"]["grade_id"]: SOLUTION_MARKERS.sub("", cell.source)
+        grade_id(cell): SOLUTION_MARKERS.sub("", cell.source)
         for notebook in solution_notebooks(assignment).values()
         for cell in notebook.cells
-        if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "code"
+        if is_answer(cell)
     }
 
 
@@ -47,33 +41,12 @@ def filled_in(released: dict[str, nbformat.NotebookNode], code: dict[str, str]) 
     for name, notebook in released.items():
         notebook = nbformat.from_dict(notebook)
         for cell in notebook.cells:
-            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-            if cell.metadata.get("nbgrader", {}).get("solution") and grade_id in code:
-                cell.source = code[grade_id]
+            if is_answer(cell) and grade_id(cell) in code:
+                cell.source = code[grade_id(cell)]
         filled[name] = notebook
     return filled
 
 
-def wrong_answer_submissions(assignment: str, released: dict[str, nbformat.NotebookNode]) -> list[Submission]:
-    """Submissions that together carry every kept wrong answer of the assignment, one per exercise each."""
-    by_exercise = defaultdict(list)
-    for answer in all_wrong_answers():
-        if answer.assignment == assignment:
-            by_exercise[answer.exercise].append(answer)
-    correct = solution_code(assignment)
-    submissions = []
-    for number, bundle in enumerate(itertools.zip_longest(*by_exercise.values()), start=1):
-        answers = [answer for answer in bundle if answer is not None]
-        code = {**correct, **{answer.exercise: answer.source for answer in answers}}
-        submissions.append(Submission(f"wrong-{number:02d}", assignment, filled_in(released, code), answers))
-    return submissions
-
-
 def points_by_test(notebooks: dict[str, nbformat.NotebookNode]) -> dict[str, float]:
     """The points of every graded test cell, by grade_id."""
-    return {
-        cell.metadata["nbgrader"]["grade_id"]: float(cell.metadata["nbgrader"].get("points", 0))
-        for notebook in notebooks.values()
-        for cell in notebook.cells
-        if cell.metadata.get("nbgrader", {}).get("grade")
-    }
+    return {grade_id(cell): points(cell) for notebook in notebooks.values() for cell in notebook.cells if is_test(cell)}

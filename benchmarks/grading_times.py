@@ -19,15 +19,15 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from autograder.course_directory import CourseDirectory  # noqa: E402
+from autograder.class_folder import ClassFolder  # noqa: E402
 from autograder.grading import Limits, Outcome  # noqa: E402
-from autograder.pipeline import assignments  # noqa: E402
+from autograder.repository import assignments  # noqa: E402
 from autograder.submissions import filled_in, solution_code  # noqa: E402
 
 
-def timed(course: CourseDirectory, workers: int, sandbox: bool) -> tuple[float, list[Outcome]]:
+def timed(class_folder: ClassFolder, workers: int, sandbox: bool) -> tuple[float, list[Outcome]]:
     start = time.perf_counter()
-    outcomes = course.autograde(limits=Limits(workers=workers, sandbox=sandbox))
+    outcomes = class_folder.autograde(limits=Limits(workers=workers, sandbox=sandbox))
     seconds = time.perf_counter() - start
     assert all(test.points == test.max_points for outcome in outcomes for test in outcome.tests), "not full marks"
     return seconds, outcomes
@@ -41,18 +41,18 @@ def main() -> None:
     args = parser.parse_args()
     sandboxed, bare = [], []
     with tempfile.TemporaryDirectory() as scratch:
-        course = CourseDirectory.create(Path(scratch) / "class")
-        course.release()
+        class_folder = ClassFolder.create(Path(scratch) / "class")
+        class_folder.write_student_versions()
         for assignment in assignments():
-            solved = filled_in(course.released(assignment), solution_code(assignment))
+            solved = filled_in(class_folder.released(assignment), solution_code(assignment))
             for number in range(args.students):
-                course.submit(f"student-{number:03d}", assignment, solved)
+                class_folder.submit(f"student-{number:03d}", assignment, solved)
         pairs = args.students * len(assignments())
         for _ in range(args.rounds):  # alternating, so that a machine getting busier costs both alike
-            seconds, outcomes = timed(course, workers=1, sandbox=True)
+            seconds, outcomes = timed(class_folder, workers=1, sandbox=True)
             sandboxed.append(seconds)
-            bare.append(timed(course, workers=1, sandbox=False)[0])
-        parallel, _ = timed(course, workers=args.workers, sandbox=True)
+            bare.append(timed(class_folder, workers=1, sandbox=False)[0])
+        parallel, _ = timed(class_folder, workers=args.workers, sandbox=True)
     sequential, without = statistics.mean(sandboxed), statistics.mean(bare)
     print(f"{args.students} students × {len(assignments())} notebooks = {pairs} (student, notebook) pairs")
     print(

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from autograder.pipeline import SOLUTIONS, assignments  # noqa: E402
+from autograder.repository import SOLUTIONS, assignments  # noqa: E402
 from autograder.submissions import solution_code  # noqa: E402
 from transformer_course import reference  # noqa: E402
 from transformer_course.checks.nb06 import load_stack  # noqa: E402

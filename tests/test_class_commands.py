@@ -7,8 +7,8 @@ import nbformat
 import pytest
 
 from autograder import cli
-from autograder.course_directory import CourseDirectory, submission_pattern
-from autograder.pipeline import NOTEBOOKS, assignments
+from autograder.class_folder import ClassFolder, submission_pattern
+from autograder.repository import NOTEBOOKS, assignments
 from autograder.samples import Assignment
 
 pytestmark = pytest.mark.grading
@@ -37,40 +37,40 @@ def test_the_default_collect_pattern_finds_the_student(path, student):
 
 
 def test_collect_takes_lms_zip_files_and_folders(tmp_path):
-    course = CourseDirectory.create(tmp_path / "class")
-    course.release([FIRST])
-    notebook = nbformat.writes(course.released(FIRST)[NOTEBOOK])
+    class_folder = ClassFolder.create(tmp_path / "class")
+    class_folder.write_student_versions([FIRST])
+    notebook = nbformat.writes(class_folder.released(FIRST)[NOTEBOOK])
     with zipfile.ZipFile(tmp_path / "lms.zip", "w") as archive:
         archive.writestr(f"alice_1234_{NOTEBOOK}", notebook)
         archive.writestr(f"carol_99_{STEM} renamed.ipynb", notebook)
         archive.writestr("dave_12_notes.txt", "notes")
     (tmp_path / "folders" / "bob").mkdir(parents=True)
     (tmp_path / "folders" / "bob" / NOTEBOOK).write_text(notebook, encoding="utf-8")
-    collected = course.collect(FIRST, [tmp_path / "lms.zip", tmp_path / "folders"])
+    collected = class_folder.collect(FIRST, [tmp_path / "lms.zip", tmp_path / "folders"])
     assert collected.students == ["alice", "bob"]
-    assert (course.root / "submitted" / "alice" / FIRST / NOTEBOOK).read_text(encoding="utf-8") == notebook
+    assert (class_folder.root / "submitted" / "alice" / FIRST / NOTEBOOK).read_text(encoding="utf-8") == notebook
     # Every file of the download is collected or listed with the reason it was not.
     assert sorted(collected.left_out) == [f"lms/carol_99_{STEM} renamed.ipynb", "lms/dave_12_notes.txt"]
     assert all("matches no notebook of this assignment" in reason for reason in collected.left_out.values())
 
 
 def test_collect_names_the_files_of_two_students_with_the_same_name(tmp_path):
-    course = CourseDirectory.create(tmp_path / "class")
-    course.release([FIRST])
+    class_folder = ClassFolder.create(tmp_path / "class")
+    class_folder.write_student_versions([FIRST])
     with zipfile.ZipFile(tmp_path / "lms.zip", "w") as archive:  # an LMS that names students by name alone
         for upload in ("first", "second"):
-            archive.writestr(f"alice_{upload}_{NOTEBOOK}", nbformat.writes(course.released(FIRST)[NOTEBOOK]))
+            archive.writestr(f"alice_{upload}_{NOTEBOOK}", nbformat.writes(class_folder.released(FIRST)[NOTEBOOK]))
     with pytest.raises(ValueError, match=f"alice: lms/alice_first_{NOTEBOOK}, lms/alice_second_{NOTEBOOK}"):
-        course.collect(FIRST, [tmp_path / "lms.zip"])
+        class_folder.collect(FIRST, [tmp_path / "lms.zip"])
 
 
 def test_collect_refuses_an_unknown_assignment_before_writing_anything(tmp_path, capsys):
-    course = CourseDirectory.create(tmp_path / "class")
-    course.release([FIRST])
-    before = sorted(course.root.rglob("*"))
-    assert cli.main(["class", "collect", "01_typo", str(tmp_path), "--course", str(course.root)]) == 2
+    class_folder = ClassFolder.create(tmp_path / "class")
+    class_folder.write_student_versions([FIRST])
+    before = sorted(class_folder.root.rglob("*"))
+    assert cli.main(["class", "collect", "01_typo", str(tmp_path), "--class-folder", str(class_folder.root)]) == 2
     assert "'01_typo' is not a released assignment of this class" in capsys.readouterr().err
-    assert sorted(course.root.rglob("*")) == before
+    assert sorted(class_folder.root.rglob("*")) == before
 
 
 def test_a_learner_grades_a_notebook_without_changing_it(tmp_path, capsys):
@@ -90,21 +90,21 @@ def test_a_learner_grades_a_notebook_without_changing_it(tmp_path, capsys):
 
 
 def test_class_autograde_grades_only_new_or_changed_submissions(tmp_path, capsys):
-    course = CourseDirectory.create(tmp_path / "class")
-    course.release([FIRST])
-    released = course.released(FIRST)
-    course.submit("alice", FIRST, released)
-    command = ["class", "autograde", "--course", str(course.root), "--cell-timeout", "60", "--workers", "1"]
+    class_folder = ClassFolder.create(tmp_path / "class")
+    class_folder.write_student_versions([FIRST])
+    released = class_folder.released(FIRST)
+    class_folder.submit("alice", FIRST, released)
+    command = ["class", "autograde", "--class-folder", str(class_folder.root), "--cell-timeout", "60", "--workers", "1"]
 
     def graded() -> list[str]:
         assert cli.main(command) == 0
         return re.findall(r"\] (\S+) · ", capsys.readouterr().out)
 
     assert graded() == ["alice"]
-    course.submit("bob", FIRST, released)
+    class_folder.submit("bob", FIRST, released)
     assert graded() == ["bob"]  # alice's submission has not changed since she was graded
     solved = Assignment.of(FIRST, released).notebook_with()
-    course.submit("alice", FIRST, {NOTEBOOK: solved})
+    class_folder.submit("alice", FIRST, {NOTEBOOK: solved})
     assert graded() == ["alice"]  # she handed in again
     assert cli.main(command) == 0
     assert "Nothing new to grade." in capsys.readouterr().out

@@ -12,12 +12,13 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder import cli
-from autograder.course_directory import LATE_MARKS, CourseDirectory
+from autograder.class_folder import LATE_MARKS, ClassFolder
 from autograder.grading import Limits
 from autograder.late_penalty import DAY, late_penalty
 from autograder.lms import CANVAS_STUDENT_COLUMNS, POINTS_POSSIBLE, RosterStudent, read_roster
-from autograder.pipeline import NOTEBOOKS, assignments
+from autograder.repository import NOTEBOOKS, assignments
 from autograder.samples import Assignment
+from class_records import grades
 
 FIRST, SECOND = assignments()[:2]
 (NOTEBOOK,) = [path.name for path in (NOTEBOOKS / FIRST).glob("*.ipynb")]
@@ -56,11 +57,11 @@ def test_a_roster_is_nbgraders_student_csv_or_canvas_gradebook_export(tmp_path):
 
 @pytest.mark.grading
 def test_collect_tells_canvas_students_apart_by_user_id_and_accounts_for_every_file(tmp_path, capsys):
-    course = CourseDirectory.create(tmp_path / "class")
+    class_folder = ClassFolder.create(tmp_path / "class")
     # Collecting needs only the student versions in release/: notebooks/ holds them (tests/test_notebooks.py), and
     # copying them saves nbgrader's 5 s of generating them again.
-    shutil.copytree(NOTEBOOKS / FIRST, course.root / "release" / FIRST)
-    released = course.released(FIRST)[NOTEBOOK]
+    shutil.copytree(NOTEBOOKS / FIRST, class_folder.root / "release" / FIRST)
+    released = class_folder.released(FIRST)[NOTEBOOK]
     resubmitted = Assignment.of(FIRST, {NOTEBOOK: released}).notebook_with()
     files = {
         f"smithalice_1234_101_{NOTEBOOK}": nbformat.writes(released),
@@ -73,11 +74,16 @@ def test_collect_tells_canvas_students_apart_by_user_id_and_accounts_for_every_f
     with zipfile.ZipFile(tmp_path / "submissions.zip", "w") as archive:
         for name, text in files.items():
             archive.writestr(name, text)
-    assert cli.main(["class", "collect", FIRST, str(tmp_path / "submissions.zip"), "--course", str(course.root)]) == 0
+    assert (
+        cli.main(
+            ["class", "collect", FIRST, str(tmp_path / "submissions.zip"), "--class-folder", str(class_folder.root)]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "submissions of 3 student(s) in submitted/: 1234, 5555, 9876" in printed
     assert "Marked late by the LMS (no submission time in the download): 5555" in printed
-    submitted = course.root / "submitted"
+    submitted = class_folder.root / "submitted"
     assert (submitted / "5555" / FIRST / NOTEBOOK).read_text(encoding="utf-8") == nbformat.writes(resubmitted)
     assert not (submitted / "5555" / FIRST / "timestamp.txt").exists()  # Canvas' zip has no submission times
     # Every file: collected (three) or named with the reason it was not.
@@ -85,51 +91,56 @@ def test_collect_tells_canvas_students_apart_by_user_id_and_accounts_for_every_f
     assert sorted(not_collected) == sorted(name for name in files if name.startswith(("jonesbob_5555", "leecarol")))
     assert not_collected[f"jonesbob_5555_103_{NOTEBOOK}"].startswith("an earlier upload of 5555's")
     assert "matches no notebook" in not_collected[f"leecarol_7777_105_{STEM} final.ipynb"]
-    assert json.loads((course.root / LATE_MARKS).read_text(encoding="utf-8")) == {f"5555/{FIRST}": True}
+    assert json.loads((class_folder.root / LATE_MARKS).read_text(encoding="utf-8")) == {f"5555/{FIRST}": True}
 
 
 @pytest.mark.grading
 def test_a_due_date_needs_its_time_zone(tmp_path, capsys):
-    course = CourseDirectory.create(tmp_path / "class")
-    assert cli.main(["class", "due", FIRST, "2027-03-01T23:59", "--course", str(course.root)]) == 2
+    class_folder = ClassFolder.create(tmp_path / "class")
+    assert cli.main(["class", "due", FIRST, "2027-03-01T23:59", "--class-folder", str(class_folder.root)]) == 2
     assert "is not an ISO time with its zone" in capsys.readouterr().err
 
 
 @pytest.mark.grading
 def test_a_late_submission_loses_the_penalty_in_gradebook_report_and_canvas_file(tmp_path, capsys):
     """The whole path: roster (both formats), due dates, a submission time, one real autograde, the exports."""
-    course = CourseDirectory.create(tmp_path / "class")
-    course.release([FIRST])
+    class_folder = ClassFolder.create(tmp_path / "class")
+    class_folder.write_student_versions([FIRST])
     (tmp_path / "canvas.csv").write_text(CANVAS_GRADEBOOK, encoding="utf-8")
     (tmp_path / "students.csv").write_text(NBGRADER_STUDENTS, encoding="utf-8")
     for command in (
         ["roster", str(tmp_path / "canvas.csv"), str(tmp_path / "students.csv")],
         ["due", FIRST, "2027-03-01T23:59+01:00"],
     ):
-        assert cli.main(["class", *command, "--course", str(course.root)]) == 0
+        assert cli.main(["class", *command, "--class-folder", str(class_folder.root)]) == 0
     assert "Imported 3 student(s)" in capsys.readouterr().out
-    with course.gradebook() as gradebook:  # as `class due` would, but without nbgrader's start-up time
+    with class_folder.gradebook() as gradebook:  # as `class due` would, but without nbgrader's start-up time
         gradebook.update_or_create_assignment(SECOND)  # in the gradebook, but not handed out
-    solved = Assignment.of(FIRST, course.released(FIRST)).notebook_with()
+    solved = Assignment.of(FIRST, class_folder.released(FIRST)).notebook_with()
     # nbgrader's timestamp.txt: 1 d 1 h 1 min after the due date (22:59 UTC), so two started days late.
-    course.submit("1234", FIRST, {NOTEBOOK: solved}, {"timestamp.txt": "2027-03-03 00:00:00+00:00"})
-    (outcome,) = course.autograde(limits=Limits(cell_timeout=60, workers=1))
+    class_folder.submit("1234", FIRST, {NOTEBOOK: solved}, {"timestamp.txt": "2027-03-03 00:00:00+00:00"})
+    (outcome,) = class_folder.autograde(limits=Limits(cell_timeout=60, workers=1))
     score = sum(notebook.points for notebook in outcome.notebooks)
     assert score > 0 and outcome.graded, outcome.messages
     penalty = late_penalty(score, DAY + 3660, 0.1)
     assert penalty == pytest.approx(0.2 * score)  # the course's rule: 10 % per started day
 
-    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gradebook:
+    with Gradebook(f"sqlite:///{class_folder.root / 'gradebook.db'}") as gradebook:
         assert gradebook.find_submission(FIRST, "1234").late_submission_penalty == pytest.approx(penalty)
-    report = (course.root / "reports" / "1234" / FIRST / "report.txt").read_text(encoding="utf-8")
+    report = (class_folder.root / "reports" / "1234" / FIRST / "report.txt").read_text(encoding="utf-8")
     expected = f"submitted 2027-03-03 00:00 UTC, due 2027-03-01 22:59 UTC: 1 d 1 h 1 min late, late penalty {penalty:g}"
     assert expected in report, report
 
-    rows = {row["student_id"]: row for row in course.grades() if row["assignment"] == FIRST}
+    rows = {row["student_id"]: row for row in grades(class_folder) if row["assignment"] == FIRST}
     assert (rows["9876"]["first_name"], rows["9876"]["last_name"], rows["9876"]["email"]) == ("Alice", "Smith", "")
     assert (rows["5555"]["last_name"], rows["5555"]["email"]) == ("Jones", "bob@uni.example")
 
-    assert cli.main(["class", "export", "--canvas", str(tmp_path / "to-canvas.csv"), "--course", str(course.root)]) == 0
+    assert (
+        cli.main(
+            ["class", "export", "--canvas", str(tmp_path / "to-canvas.csv"), "--class-folder", str(class_folder.root)]
+        )
+        == 0
+    )
     with open(tmp_path / "to-canvas.csv", newline="", encoding="utf-8") as file:
         header, points_possible, *students = list(csv.reader(file))
     assert header == CANVAS_STUDENT_COLUMNS + [FIRST]  # not SECOND: not handed out

@@ -13,7 +13,7 @@ import pytest
 
 import course
 from autograder import cli, release
-from autograder.pipeline import NOTEBOOKS, REPO, SOLUTIONS, assignments
+from autograder.repository import NOTEBOOKS, REPO, SOLUTIONS, assignments
 from transformer_course import checks
 from transformer_course.checks import CheckFailed, nb01, nb04
 

@@ -12,8 +12,8 @@ import psutil
 import pytest
 
 from autograder import cli
-from autograder.pipeline import REPO, SOLUTIONS
-from autograder.sandbox import Sandbox, unavailable
+from autograder.repository import REPO, SOLUTIONS
+from autograder.verification.sandbox import Sandbox, unavailable
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"no sandbox can run here: {unavailable()}")
 
@@ -145,5 +145,5 @@ def test_class_autograde_refuses_without_a_sandbox_and_says_what_to_install(tmp_
     monkeypatch.setattr(cli, "unavailable", lambda: "bubblewrap (bwrap) is not installed. Install it with apt.")
     (tmp_path / "nbgrader_config.py").write_text("")
     (tmp_path / "submitted" / "alice" / "01").mkdir(parents=True)
-    assert cli.main(["class", "autograde", "--course", str(tmp_path)]) == 2
+    assert cli.main(["class", "autograde", "--class-folder", str(tmp_path)]) == 2
     assert "Not grading: bubblewrap (bwrap) is not installed" in capsys.readouterr().err

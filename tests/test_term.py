@@ -9,7 +9,6 @@ accounts could not run it. Their files cross only through the exchange folder.
 """
 
 import csv
-import os
 import shutil
 import subprocess
 import sys
@@ -20,10 +19,11 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.course_directory import CourseDirectory
+from autograder.class_folder import ClassFolder
 from autograder.grading import Limits
-from autograder.pipeline import assignments
+from autograder.repository import assignments, this_python_first
 from autograder.samples import samples
+from cores import grading_workers
 
 pytestmark = pytest.mark.grading
 
@@ -51,7 +51,7 @@ sys.exit(0 if result["success"] else result["error"])
 def as_student(student: str, home: Path, exchange: Path, *args: str) -> None:
     """An nbgrader command as a student runs it on the hub: in their home, with the hub's exchange settings."""
     settings = [f"--Exchange.root={exchange}", f"--CourseDirectory.course_id={COURSE_ID}", f"--student={student}"]
-    env = {**os.environ, "HOME": str(home), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = {**this_python_first(), "HOME": str(home)}
     subprocess.run([sys.executable, "-m", "nbgrader", *args, *settings], cwd=home, env=env, check=True)
 
 
@@ -83,11 +83,12 @@ def scores(root: Path) -> dict[tuple[str, str], float]:
 def term(tmp_path_factory):
     base = tmp_path_factory.mktemp("term")
     exchange = base / "exchange"
-    course = CourseDirectory.create(base / "class", exchange, COURSE_ID)
-    course.release([FIRST])
-    course.hand_out(FIRST)
+    class_folder = ClassFolder.create(base / "class", exchange, COURSE_ID)
+    class_folder.write_student_versions([FIRST])
+    class_folder.hand_out(FIRST)
     notebooks = {
-        sample.submission.student: sample.submission.notebooks for sample in samples(FIRST, course.released(FIRST))
+        sample.submission.student: sample.submission.notebooks
+        for sample in samples(FIRST, class_folder.released(FIRST))
     }
     for student in THROUGH_EXCHANGE:
         (base / student).mkdir()
@@ -99,31 +100,31 @@ def term(tmp_path_factory):
     roster = base / "roster.csv"
     rows = [f"{student},{student.title()},Student,{student}@example.org,{LMS_IDS[student]}" for student in HANDED_IN]
     roster.write_text("\n".join(["id,first_name,last_name,email,lms_user_id", *rows]) + "\n", encoding="utf-8")
-    course.import_roster([roster])
-    course.set_due(FIRST, "2099-01-01T00:00:00+00:00")  # every submission on time: no penalty
-    from_exchange = course.collect_from_exchange(FIRST)
-    from_lms = course.collect(FIRST, [download])
-    outcomes = course.autograde(limits=Limits(cell_timeout=CELL_TIMEOUT))
-    return base, exchange, course, from_exchange, from_lms, outcomes
+    class_folder.import_roster([roster])
+    class_folder.set_due(FIRST, "2099-01-01T00:00:00+00:00")  # every submission on time: no penalty
+    from_exchange = class_folder.collect_from_exchange(FIRST)
+    from_lms = class_folder.collect(FIRST, [download])
+    outcomes = class_folder.autograde(limits=Limits(cell_timeout=CELL_TIMEOUT, workers=grading_workers()))
+    return base, exchange, class_folder, from_exchange, from_lms, outcomes
 
 
 def test_every_submission_is_collected_from_the_exchange_and_the_download(term):
-    _, _, course, from_exchange, from_lms, outcomes = term
+    _, _, class_folder, from_exchange, from_lms, outcomes = term
     assert from_exchange == list(THROUGH_EXCHANGE)
     assert from_lms.left_out == {}
-    assert course.submissions([FIRST]) == [(student, FIRST) for student in sorted(HANDED_IN)]
+    assert class_folder.submissions([FIRST]) == [(student, FIRST) for student in sorted(HANDED_IN)]
     assert all(outcome.graded for outcome in outcomes)
 
 
 def test_the_formgraders_autograde_gives_the_same_grades_as_the_course_command(term):
-    base, _, course, *_ = term
+    base, _, class_folder, *_ = term
     copy = base / "formgrader"
-    shutil.copytree(course.root, copy)
+    shutil.copytree(class_folder.root, copy)
     config = copy / "nbgrader_config.py"
-    config.write_text(config.read_text(encoding="utf-8").replace(str(course.root), str(copy)), encoding="utf-8")
+    config.write_text(config.read_text(encoding="utf-8").replace(str(class_folder.root), str(copy)), encoding="utf-8")
     for student in HANDED_IN:
         subprocess.run([sys.executable, "-c", FORMGRADER_AUTOGRADE, FIRST, student], cwd=copy, check=True)
-    by_course, by_formgrader = scores(course.root), scores(copy)
+    by_course, by_formgrader = scores(class_folder.root), scores(copy)
     assert by_formgrader == by_course
     tampered = [score for (student, _), score in by_course.items() if student == "bob"]
     solved = [score for (student, _), score in by_course.items() if student == "alice"]
@@ -131,12 +132,12 @@ def test_the_formgraders_autograde_gives_the_same_grades_as_the_course_command(t
 
 
 def test_the_lms_gets_an_import_file_with_every_students_grade(term):
-    base, _, course, *_ = term
-    with open(course.export_canvas(base / "canvas.csv"), newline="", encoding="utf-8") as file:
+    base, _, class_folder, *_ = term
+    with open(class_folder.export_canvas(base / "canvas.csv"), newline="", encoding="utf-8") as file:
         header, possible, *rows = list(csv.reader(file))
     assert header == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", FIRST]  # only what was handed out
     totals = {
-        student: sum(score for (who, _), score in scores(course.root).items() if who == student)
+        student: sum(score for (who, _), score in scores(class_folder.root).items() if who == student)
         for student in HANDED_IN
     }
     assert {row[1]: (row[0], float(row[-1])) for row in rows} == {
@@ -145,19 +146,21 @@ def test_the_lms_gets_an_import_file_with_every_students_grade(term):
 
 
 def test_grading_again_grades_only_a_new_submission(term):
-    base, exchange, course, *_ = term
-    limits = Limits(cell_timeout=CELL_TIMEOUT)
-    assert course.changed(course.submissions([FIRST]), limits) == []
-    resubmission = next(sample for sample in samples(FIRST, course.released(FIRST)) if sample.earns)
+    base, exchange, class_folder, *_ = term
+    limits = Limits(cell_timeout=CELL_TIMEOUT, workers=grading_workers())
+    assert class_folder.changed(class_folder.submissions([FIRST]), limits) == []
+    resubmission = next(sample for sample in samples(FIRST, class_folder.released(FIRST)) if sample.earns)
     hand_in("bob", base / "bob", exchange, resubmission.submission.notebooks)
-    course.collect_from_exchange(FIRST)
-    assert course.changed(course.submissions([FIRST]), limits) == [("bob", FIRST)]
+    class_folder.collect_from_exchange(FIRST)
+    assert class_folder.changed(class_folder.submissions([FIRST]), limits) == [("bob", FIRST)]
 
 
 def test_students_fetch_their_own_feedback_from_the_exchange(term):
-    base, exchange, course, *_ = term
-    course.generate_feedback(FIRST)
-    course.release_feedback(FIRST)
+    base, exchange, class_folder, *_ = term
+    class_folder.generate_feedback(FIRST)
+    class_folder.release_feedback(FIRST)
     as_student("alice", base / "alice", exchange, "fetch_feedback", FIRST)
     pages = list((base / "alice" / FIRST / "feedback").rglob("*.html"))
-    assert [page.name for page in pages] == [f"{name.removesuffix('.ipynb')}.html" for name in course.released(FIRST)]
+    assert [page.name for page in pages] == [
+        f"{name.removesuffix('.ipynb')}.html" for name in class_folder.released(FIRST)
+    ]

@@ -1,7 +1,11 @@
-"""Every kept wrong answer fails its notebook's check, with a message that names the mistake.
+"""Every kept wrong answer fails its notebook's check, with a message that names the mistake, and loses exactly its
+exercise's points where grades are decided.
 
-This is the fast proof, calling the check helpers directly; tests/test_grading.py proves the same
-through nbgrader's autograde.
+Two proofs. The fast one calls the check helpers directly, in this process. The other grades every wrong answer as
+the autograder does: the sealed run, which decides what a test earns whatever nbgrader's kernel says, runs each
+notebook's trial program in the grading sandbox (one process per notebook: the solved notebook, then each wrong
+answer in turn with every test cell, hidden tests included; ``wrong_answers.trial_program``). That nbgrader's
+kernel, the report and the gradebook agree with the sealed run is proven in test_grading.py.
 """
 
 import functools
@@ -10,11 +14,15 @@ import inspect
 
 import pytest
 
-from autograder.submissions import solution_notebooks
-from autograder.wrong_answers import WrongAnswer, all_wrong_answers
+from autograder.repository import assignments
+from autograder.submissions import points_by_test, solution_notebooks
+from autograder.verification.sandbox import Sandbox
+from autograder.verification.sealed_run import SealedVerdict, verify
 from transformer_course.checks import CheckFailed
+from wrong_answers import WrongAnswer, all_wrong_answers, trial_name, trial_program
 
 WRONG_ANSWERS = all_wrong_answers()
+CELL_TIMEOUT = 60.0  # notebook 08 trains in one cell (a short run, as while nbgrader grades it)
 
 
 def check_for(answer: WrongAnswer):
@@ -57,3 +65,34 @@ def test_check_rejects_wrong_answer_and_names_the_mistake(answer: WrongAnswer):
 def test_source_is_renamed_to_the_graded_function(answer: WrongAnswer):
     assert f"def {answer.exercise}(" in answer.source or f"class {answer.exercise}(" in answer.source
     assert "@wrong_answer" not in answer.source
+
+
+@pytest.fixture(scope="module")
+def trials(tmp_path_factory) -> dict[str, SealedVerdict]:
+    """Every kept wrong answer graded by the sealed run, in the grading sandbox: one run per notebook."""
+    scratch = tmp_path_factory.mktemp("trials")
+    return {
+        assignment: verify(trial_program(assignment), scratch / assignment, CELL_TIMEOUT, Sandbox())
+        for assignment in assignments()
+    }
+
+
+@pytest.mark.grading
+@pytest.mark.parametrize("assignment", assignments())
+def test_the_trials_start_from_the_solved_notebook_and_run_to_the_end(trials, assignment):
+    verdict = trials[assignment]
+    solved = points_by_test(solution_notebooks(assignment))
+    assert set(solved) <= verdict.passed, {test: verdict.failure(test) for test in solved}
+    assert verdict.findings == []  # no cell failed, nothing was changed, the run reached its end
+
+
+@pytest.mark.grading
+@pytest.mark.parametrize("answer", WRONG_ANSWERS, ids=lambda answer: answer.label)
+def test_the_sealed_run_takes_exactly_the_exercise_points_of_a_wrong_answer(trials, answer: WrongAnswer):
+    verdict = trials[answer.assignment]
+    own = trial_name(answer, answer.test_cell)
+    assert own not in verdict.passed, f"{answer.mistake} passed {answer.test_cell}"
+    assert answer.message in verdict.failure(own)
+    # Every exercise is graded on its own: with this wrong answer in place, every other test still passes.
+    others = [trial_name(answer, test) for test in points_by_test(solution_notebooks(answer.assignment))]
+    assert {name: verdict.failure(name) for name in others if name != own and name not in verdict.passed} == {}

@@ -19,6 +19,10 @@ class CheckFailed(AssertionError):
     """A check found a mistake; the message says which one and how to look for it."""
 
 
+class NotImplementedYet(CheckFailed):
+    """The exercise still raises the stub's NotImplementedError: there is nothing to check yet."""
+
+
 def learner_facing(check: Callable) -> Callable:
     """Show a failing check as its message, not as a traceback through the check's own code.
 
@@ -30,7 +34,7 @@ def learner_facing(check: Callable) -> Callable:
         try:
             return check(*args, **kwargs)
         except CheckFailed as failure:
-            raise CheckFailed(str(failure)) from failure.__cause__
+            raise type(failure)(str(failure)) from failure.__cause__  # NotImplementedYet stays itself
 
     return run
 
@@ -48,7 +52,7 @@ def call_learner(function: Callable, *args, call: str, **kwargs):
     try:
         result = function(*args, **kwargs)
     except NotImplementedError:
-        raise CheckFailed(
+        raise NotImplementedYet(
             f"{function.__name__} is not implemented yet: replace `raise NotImplementedError()` with your code."
         ) from None
     except Exception as error:

@@ -1,43 +1,21 @@
-"""The solutions → notebooks pipeline: clean the source notebooks, generate the student versions with
-nbgrader, and tell whether the committed student versions have drifted from what it would write."""
+"""The student versions: notebooks/ is generated from solutions/ by nbgrader, and stored without outputs.
+
+``python3.11 course.py generate`` cleans the solution notebooks and rewrites notebooks/; the check fails when the
+committed notebooks/ differ from what it would write (``drift``).
+"""
 
 import filecmp
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import nbformat
 
-REPO = Path(__file__).resolve().parent.parent
-SOLUTIONS = REPO / "solutions"
-NOTEBOOKS = REPO / "notebooks"
-AUTOGRADER = REPO / "autograder"  # nbgrader reads nbgrader_config.py from here
+from autograder.repository import NOTEBOOKS, SOLUTIONS, nbgrader, notebook_paths
 
 # What a stored notebook keeps; the rest (outputs, counts, widget state, timings) belongs to one run.
 KEPT_NOTEBOOK_METADATA = ("kernelspec", "language_info")
 KEPT_CELL_METADATA = ("nbgrader", "deletable", "editable", "tags")
-
-
-def nbgrader(*args: str, cwd: Path = AUTOGRADER) -> subprocess.CompletedProcess:
-    """Run an nbgrader command of this environment; fail with its log if it fails."""
-    bin_dir = str(Path(sys.executable).parent)  # nbgrader starts `alembic` from PATH
-    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
-    result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"nbgrader {' '.join(args)} failed (exit {result.returncode}):\n{result.stderr}")
-    return result
-
-
-def assignments() -> list[str]:
-    """The assignments in teaching order: the numbered folders of solutions/."""
-    return sorted(path.name for path in SOLUTIONS.iterdir() if path.is_dir() and path.name[:2].isdigit())
-
-
-def notebook_paths(root: Path) -> list[Path]:
-    return sorted(path for path in root.glob("*/*.ipynb") if ".ipynb_checkpoints" not in path.parts)
 
 
 def stripped(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:

@@ -5,7 +5,7 @@ import math
 import torch
 from torch import nn
 
-from autograder.wrong_answers import wrong_answer
+from wrong_answers import wrong_answer
 
 ASSIGNMENT = "05_positional_encoding"
 

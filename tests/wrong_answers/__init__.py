@@ -1,4 +1,5 @@
-"""Plausible wrong answers to every graded function, kept so that the tests prove they lose points.
+"""Plausible wrong answers to every graded function, kept so that the tests prove they lose points: test fixtures,
+not part of the autograder.
 
 Each notebook has a module here, ``nbNN_<assignment>.py``, whose functions are written as a learner might
 write them and registered with :func:`wrong_answer`. The name of a function says what the mistake is;
@@ -10,10 +11,18 @@ neighbours: it is graded as that cell, with only the notebook's own imports arou
 
 import importlib
 import inspect
+import itertools
 import pkgutil
 import re
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import nbformat
+
+from autograder.cells import grade_id, is_test
+from autograder.submissions import Submission, filled_in, solution_code, solution_notebooks
+from autograder.verification.sealed_run import program, role
 
 
 @dataclass(frozen=True)
@@ -65,3 +74,42 @@ def all_wrong_answers() -> list[WrongAnswer]:
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name):
         answers += importlib.import_module(f"{__name__}.{info.name}").WRONG_ANSWERS
     return answers
+
+
+def of_assignment(assignment: str) -> list[WrongAnswer]:
+    return [answer for answer in all_wrong_answers() if answer.assignment == assignment]
+
+
+def trial_name(answer: WrongAnswer, test: str) -> str:
+    """The name, in a trial program, of the test cell ``test`` run with ``answer`` in place."""
+    return f"{answer.label} → {test}"
+
+
+def trial_program(assignment: str) -> list[dict]:
+    """One sealed-run program that grades every kept wrong answer of ``assignment``: the solution notebook run as
+    a solved submission, then, for each wrong answer in turn, its code in place of the solution, every test cell of
+    the notebook (hidden tests included), and the solution again. The sealed run grades each test cell of a trial
+    under its ``trial_name``, as it grades a submission's."""
+    (source,) = solution_notebooks(assignment).values()
+    tests = {grade_id(cell): cell.source for cell in source.cells if is_test(cell)}
+    solutions = solution_code(assignment)
+    cells = program(source, source, source)
+    for answer in of_assignment(assignment):
+        cells.append(role("student", answer.label, answer.source))
+        cells += [role("test", trial_name(answer, test), code) for test, code in tests.items()]
+        cells.append(role("student", f"{answer.exercise}, solved again", solutions[answer.exercise]))
+    return cells
+
+
+def wrong_answer_submissions(assignment: str, released: dict[str, nbformat.NotebookNode]) -> list[Submission]:
+    """Submissions that together carry every kept wrong answer of the assignment, one per exercise each."""
+    by_exercise = defaultdict(list)
+    for answer in of_assignment(assignment):
+        by_exercise[answer.exercise].append(answer)
+    correct = solution_code(assignment)
+    submissions = []
+    for number, bundle in enumerate(itertools.zip_longest(*by_exercise.values()), start=1):
+        answers = [answer for answer in bundle if answer is not None]
+        code = {**correct, **{answer.exercise: answer.source for answer in answers}}
+        submissions.append(Submission(f"wrong-{number:02d}", assignment, filled_in(released, code), answers))
+    return submissions

@@ -1,7 +1,6 @@
 """An instructor's nbgrader course directory, outside the repository, and the steps run in it:
 release the assignments, collect submissions, autograde, give feedback, export the grades."""
 
-import csv
 import hashlib
 import html
 import json
@@ -17,13 +16,15 @@ import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory as NbgraderCourseDirectory
+from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from autograder import grading
 from autograder.feedback import shortened
 from autograder.lms import ROSTER, earlier_uploads, merge_roster, read_roster, write_canvas_gradebook
-from autograder.pipeline import AUTOGRADER, SOLUTIONS, nbgrader
 from autograder.report import Lateness, lateness_note, outcome_report
+from autograder.repository import AUTOGRADER, SOLUTIONS, nbgrader
+from autograder.verification.findings import HandedIn
 
 CONFIG = """\
 # nbgrader configuration of a class taught with the transformer course.
@@ -59,11 +60,11 @@ class Collected:
 
 
 @dataclass(frozen=True)
-class CourseDirectory:
+class ClassFolder:
     root: Path
 
     @classmethod
-    def create(cls, root: Path, exchange: Path | None = None, course_id: str | None = None) -> "CourseDirectory":
+    def create(cls, root: Path, exchange: Path | None = None, course_id: str | None = None) -> "ClassFolder":
         """Set up a course directory as an instructor would: the solutions as source, and a config."""
         root.mkdir(parents=True, exist_ok=True)
         shutil.copytree(SOLUTIONS, root / "source", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
@@ -77,7 +78,7 @@ class CourseDirectory:
         return cls(root)
 
     @classmethod
-    def existing(cls, root: Path) -> "CourseDirectory":
+    def existing(cls, root: Path) -> "ClassFolder":
         if not (root / "nbgrader_config.py").exists():
             raise FileNotFoundError(
                 f"{root} is not a class folder (no nbgrader_config.py); create one with `class new`"
@@ -87,7 +88,7 @@ class CourseDirectory:
     def assignments(self) -> list[str]:
         return sorted(path.name for path in (self.root / "source").iterdir() if path.is_dir())
 
-    def release(self, assignments: list[str] | None = None) -> None:
+    def write_student_versions(self, assignments: list[str] | None = None) -> None:
         """Write the student versions into release/: every assignment, or those named."""
         if not assignments or set(assignments) == set(self.assignments()):
             assignments = ["*"]  # one nbgrader run for all: each run costs seconds to start
@@ -123,13 +124,17 @@ class CourseDirectory:
                 raise RuntimeError(f"nbgrader release_feedback {assignment} --student {student}: {result['error']}")
         return students
 
+    def nbgrader_config(self) -> Config:
+        """The class's configuration as nbgrader reads it: its nbgrader_config.py, with the course's settings."""
+        return PyFileConfigLoader("nbgrader_config.py", path=str(self.root)).load_config()
+
     def nbgrader_api(self) -> NbGraderAPI:
         """nbgrader's Python interface to this class, with its configuration, as the formgrader uses it."""
-        config = PyFileConfigLoader("nbgrader_config.py", path=str(self.root)).load_config()
+        config = self.nbgrader_config()
         return NbGraderAPI(NbgraderCourseDirectory(config=config), config=config)
 
     def require_exchange(self) -> None:
-        if "c.Exchange.root" not in (self.root / "nbgrader_config.py").read_text(encoding="utf-8"):
+        if "root" not in self.nbgrader_config().get("Exchange", {}):
             raise ValueError(f"{self.root} has no exchange: create the class with `class new DIR --exchange PATH`")
 
     def released(self, assignment: str) -> dict[str, nbformat.NotebookNode]:
@@ -285,7 +290,7 @@ class CourseDirectory:
             for outcome in outcomes:
                 marked = marks.get(f"{outcome.student}/{outcome.assignment}", False)
                 if note := lateness_note(lateness(gradebook, outcome.student, outcome.assignment, marked)):
-                    outcome.notes.append(note)
+                    outcome.notes.append(HandedIn(note))
 
     def due_dates(self) -> dict[str, datetime]:
         """The assignments' due dates in the gradebook (UTC), of those that have one."""
@@ -343,10 +348,6 @@ class CourseDirectory:
             ungraded.append(page)
         return ungraded
 
-    def feedback_files(self, assignment: str) -> list[Path]:
-        """The feedback HTML written so far: feedback/<student>/<assignment>/<notebook>.html."""
-        return sorted((self.root / "feedback").glob(f"*/{assignment}/*.html"))
-
     def export(self, to: Path | None = None) -> Path:
         """nbgrader's grades CSV, one row per student and assignment; by default grades.csv in the class."""
         path = (to or self.root / "grades.csv").resolve()
@@ -381,22 +382,6 @@ class CourseDirectory:
         due = zoned_time(when)
         nbgrader("db", "assignment", "add", assignment, f"--duedate={due.isoformat()}", cwd=self.root)
         return due
-
-    def grades(self) -> list[dict[str, str]]:
-        """The rows of nbgrader's exported grades CSV: one per student and assignment."""
-        with open(self.export(), newline="", encoding="utf-8") as file:
-            return list(csv.DictReader(file))
-
-    def failed_tests(self, student: str, assignment: str) -> dict[str, str]:
-        """For each graded test cell that failed in the autograded notebooks: its grade_id and error text."""
-        failed = {}
-        for path in sorted((self.root / "autograded" / student / assignment).glob("*.ipynb")):
-            for cell in nbformat.read(path, as_version=4).cells:
-                grading = cell.metadata.get("nbgrader", {})
-                errors = [output for output in cell.get("outputs", []) if output.output_type == "error"]
-                if grading.get("grade") and errors:
-                    failed[grading["grade_id"]] = "\n".join(f"{e.ename}: {e.evalue}" for e in errors)
-        return failed
 
 
 def lateness(gradebook: Gradebook, student: str, assignment: str, marked_late: bool) -> Lateness:

@@ -5,10 +5,9 @@ import math
 import torch
 from torch import nn
 
-from autograder.wrong_answers import wrong_answer
-
 # The module exercise calls the attention exercise by name, as it does in the notebook.
 from transformer_course.checks.stand_ins import scaled_dot_product_attention
+from wrong_answers import wrong_answer
 
 ASSIGNMENT = "02_queries_keys_values"
 

@@ -8,30 +8,22 @@ should hear of it; the sealed verification never depends on it, since it runs th
 source's order.
 """
 
-from dataclasses import dataclass
-
 import nbformat
 
 from autograder.cells import grade_id, grading, is_test, key, label
+from autograder.verification.findings import ChangedCell
 
 # nbgrader metadata a student has no reason to change.
 GRADING_FIELDS = ("grade", "solution", "locked", "points", "grade_id")
 
 
-@dataclass(frozen=True)
-class Finding:
-    kind: str  # deleted, edited, retyped, metadata, reordered, duplicated
-    cell: str  # the grade_id (or cell id) concerned
-    text: str  # what happened, for the report
-
-
-def compare(released: nbformat.NotebookNode, submitted: nbformat.NotebookNode) -> list[Finding]:
+def compare(released: nbformat.NotebookNode, submitted: nbformat.NotebookNode) -> list[ChangedCell]:
     """Every change to a graded or locked cell of ``released`` found in ``submitted``."""
     matched, findings = match_cells(released, submitted)
     for cell in (cell for cell in released.cells if grading(cell)):
         counterpart = matched.get(key(cell))
         if counterpart is None:
-            findings.append(Finding("deleted", label(cell), f"{describe(cell)} was deleted"))
+            findings.append(ChangedCell("deleted", label(cell), f"{describe(cell)} was deleted"))
             continue
         findings += changes_to(cell, counterpart)
     findings += reordering(released, submitted, matched)
@@ -40,14 +32,14 @@ def compare(released: nbformat.NotebookNode, submitted: nbformat.NotebookNode) -
 
 def match_cells(
     released: nbformat.NotebookNode, submitted: nbformat.NotebookNode
-) -> tuple[dict[str, nbformat.NotebookNode], list[Finding]]:
+) -> tuple[dict[str, nbformat.NotebookNode], list[ChangedCell]]:
     """The submitted cell that stands for each released cell, by key; a cell whose grade_id was removed still
     matches by its cell id. Also reports grade_ids that appear more than once."""
     by_key: dict[str, nbformat.NotebookNode] = {}
     findings = []
     for cell in submitted.cells:
         if key(cell) in by_key and grade_id(cell):
-            findings.append(Finding("duplicated", label(cell), f"{label(cell)} appears more than once"))
+            findings.append(ChangedCell("duplicated", label(cell), f"{label(cell)} appears more than once"))
             continue
         by_key.setdefault(key(cell), cell)
     by_id = {cell.get("id"): cell for cell in submitted.cells}
@@ -67,13 +59,13 @@ def describe(cell: nbformat.NotebookNode) -> str:
     return f"the read-only cell {label(cell)}"
 
 
-def changes_to(cell: nbformat.NotebookNode, counterpart: nbformat.NotebookNode) -> list[Finding]:
+def changes_to(cell: nbformat.NotebookNode, counterpart: nbformat.NotebookNode) -> list[ChangedCell]:
     findings = []
     if counterpart.cell_type != cell.cell_type:
         text = f"{describe(cell)} was changed from a {cell.cell_type} cell to a {counterpart.cell_type} cell"
-        findings.append(Finding("retyped", label(cell), text))
+        findings.append(ChangedCell("retyped", label(cell), text))
     if grading(cell).get("locked") and counterpart.source != cell.source:
-        findings.append(Finding("edited", label(cell), f"{describe(cell)} was edited"))
+        findings.append(ChangedCell("edited", label(cell), f"{describe(cell)} was edited"))
     changed = [
         field
         for field in GRADING_FIELDS
@@ -82,7 +74,7 @@ def changes_to(cell: nbformat.NotebookNode, counterpart: nbformat.NotebookNode) 
     ]
     if changed:
         findings.append(
-            Finding(
+            ChangedCell(
                 "metadata",
                 label(cell),
                 f"the grading metadata of {label(cell)} was changed: "
@@ -96,7 +88,7 @@ def changes_to(cell: nbformat.NotebookNode, counterpart: nbformat.NotebookNode) 
 
 def reordering(
     released: nbformat.NotebookNode, submitted: nbformat.NotebookNode, matched: dict[str, nbformat.NotebookNode]
-) -> list[Finding]:
+) -> list[ChangedCell]:
     """The graded cells that no longer come in the released order, each named with the cell it now follows."""
     position = {key(cell): index for index, cell in enumerate(released.cells) if grading(cell)}
     counterpart_key = {id(matched[k]): k for k in position if k in matched}
@@ -107,7 +99,9 @@ def reordering(
         if moved not in in_order:
             before = label(matched[sequence[index - 1]]) if index else "the top of the notebook"
             name = label(matched[moved])
-            findings.append(Finding("reordered", name, f"the cells were reordered: {name} now comes after {before}"))
+            findings.append(
+                ChangedCell("reordered", name, f"the cells were reordered: {name} now comes after {before}")
+            )
     return findings
 
 

@@ -3,10 +3,9 @@
 import torch
 from torch import nn
 
-from autograder.wrong_answers import wrong_answer
-
 # Later exercises call earlier ones by name, as in the notebook; MultiHeadAttention is reference code there.
 from transformer_course.reference import EncoderLayer, FeedForward, LayerNorm, MultiHeadAttention
+from wrong_answers import wrong_answer
 
 ASSIGNMENT = "06_transformer_block"
 

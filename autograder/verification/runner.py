@@ -1,7 +1,7 @@
 """The sealed run of one submission: the notebook's graded checks, run again in a fresh Python process.
 
-The autograder (``autograder/sealed.py``) starts this file as ``python -I sealed_runner.py CHANNEL`` in an
-empty folder (in the grading sandbox, ``autograder/sandbox.py``) and sends on stdin a secret, on a line of its
+The autograder (``sealed_run.py``) starts this file as ``python -I runner.py CHANNEL`` in an
+empty folder (in the grading sandbox, ``sandbox.py``) and sends on stdin a secret, on a line of its
 own, then the program: a JSON list of the cells to run, in the source notebook's order, the course's cells and
 test cells from the instructor's source, the student's code where the student writes it. No IPython runs here,
 so nothing the student's code does to a kernel counts.
@@ -95,7 +95,7 @@ class KernelStandIn:
 
     def __init__(self, namespace: dict):
         self._namespace = namespace
-        self.calls: list[str] = []
+        self.calls: list[list[str]] = []  # [what was touched, what was done], as Baseline.changes
 
     def get_ipython(self) -> "KernelStandIn":
         return self
@@ -114,7 +114,8 @@ class KernelStandIn:
     getoutput = system
 
     def __getattr__(self, name: str) -> "Absorber":
-        use = f"called get_ipython().{name}, which changes how the notebook runs or reports errors"
+        subject = f"get_ipython().{name}"
+        use = [subject, f"called {subject}, which changes how the notebook runs or reports errors"]
         if use not in self.calls:
             self.calls.append(use)
         return Absorber()
@@ -148,8 +149,8 @@ def transformed(source: str) -> str:
     return TransformerManager().transform_cell(source)
 
 
-def execute(cell: dict, namespace: dict, kernel: KernelStandIn) -> str | None:
-    """Run one cell; return its error as 'Type: message', or None."""
+def execute(cell: dict, namespace: dict, kernel: KernelStandIn) -> list[str] | None:
+    """Run one cell; return its error as [its type's name, its message], or None."""
     try:
         code = compile(transformed(cell["source"]), f"<cell {cell['name']}>", "exec")
         exec(code, namespace)
@@ -170,12 +171,12 @@ def stay_out_if_forked() -> None:
             time.sleep(3600)
 
 
-def describe(error: BaseException) -> str:
+def describe(error: BaseException) -> list[str]:
     try:
-        text = f"{type(error).__name__}: {error}"
+        message = str(error)
     except BaseException:  # noqa: B036 - an exception whose str() fails is still a failure
-        text = type(error).__name__
-    return text[:MAX_MESSAGE]
+        message = ""
+    return [type(error).__name__, message[:MAX_MESSAGE]]
 
 
 def close_figures() -> None:
@@ -218,7 +219,9 @@ class Baseline:
 
     def __init__(self, namespace: dict, cells: list[dict]):
         self.bindings: list[tuple[object, str, object, str]] = []  # (live mapping, key, value, label)
-        self.functions: list[tuple[types.FunctionType, tuple, str]] = []
+        # (function, its code, defaults and keyword defaults, label), and (closure cell, what it held, label)
+        self.functions: list[tuple[types.FunctionType, types.CodeType, object, object, str]] = []
+        self.closures: list[tuple[types.CellType, object, str]] = []
         recorded: set[int] = set()
         for module_name, module in list(sys.modules.items()):
             if isinstance(module, types.ModuleType) and module_name != "__main__":
@@ -227,7 +230,7 @@ class Baseline:
         test_names = set().union(*(names_used(cell["source"]) for cell in cells if cell["role"] == "test"))
         for name in sorted(test_names & set(namespace)) + ["__builtins__"]:
             self.bindings.append((namespace, name, namespace[name], f"the notebook's name {name}"))
-        self.hooks = {label: read() for label, read in global_hooks().items()}
+        self.hooks = {name: read() for name, (_, read) in global_hooks().items()}
         self.threads = set(threading.enumerate())
 
     def _record(self, mapping, owner: str, recorded: set[int]) -> None:
@@ -240,25 +243,35 @@ class Baseline:
                 continue
             recorded.add(id(value))  # the value stays referenced in self.bindings, so its id stays unique
             if isinstance(value, types.FunctionType):
-                self.functions.append((value, function_parts(value), f"{owner}.{key}"))
+                label = f"{owner}.{key}"
+                self.functions.append((value, value.__code__, value.__defaults__, value.__kwdefaults__, label))
+                self.closures += [(cell, contents(cell), label) for cell in value.__closure__ or ()]
             elif isinstance(value, type):
                 self._record(vars(value), f"{value.__module__}.{value.__qualname__}", recorded)
 
-    def changes(self) -> list[str]:
+    def changes(self) -> list[list[str]]:
+        """Every change since the baseline. It runs after each of the student's cells, over tens of thousands of
+        recorded entries, so it compares by identity and looks closer only where something differs. Each change is
+        [what was touched, what was done]: ["torch.allclose", "replaced torch.allclose"]."""
         found = []
+        missing = object()
         for mapping, key, value, label in self.bindings:
-            if key not in mapping:
-                found.append(f"removed {label}")
-            elif mapping[key] is not value:
-                found.append(f"replaced {label}")
-        for function, parts, label in self.functions:
-            now = function_parts(function)
-            if len(now) != len(parts) or any(part is not was for part, was in zip(now, parts, strict=True)):
-                found.append(f"replaced the code of {label}")
-        for label, read in global_hooks().items():
-            if read() != self.hooks[label]:
-                found.append(f"changed {label}")
-        found += [f"left a thread running ({thread.name})" for thread in students_threads(self.threads)]
+            if mapping.get(key, missing) is not value:
+                found.append([subject(label), f"{'removed' if key not in mapping else 'replaced'} {label}"])
+        for function, code, defaults, kwdefaults, label in self.functions:
+            if function.__code__ is not code or function.__defaults__ is not defaults:
+                found.append([label, f"replaced the code of {label}"])
+            elif function.__kwdefaults__ is not kwdefaults:
+                found.append([label, f"replaced the code of {label}"])
+        for cell, held, label in self.closures:
+            # A function it closes over is part of what a function does; data it closes over may change.
+            now = contents(cell)
+            if now is not held and (callable(held) or callable(now)):
+                found.append([label, f"replaced the code of {label}"])
+        for name, (description, read) in global_hooks().items():
+            if read() != self.hooks[name]:
+                found.append([name, f"changed {description}"])
+        found += [["a thread", f"left a thread running ({thread.name})"] for thread in students_threads(self.threads)]
         return found
 
 
@@ -267,17 +280,14 @@ def is_behaviour(value) -> bool:
     return callable(value) or isinstance(value, types.ModuleType | staticmethod | classmethod | property)
 
 
-def function_parts(function: types.FunctionType) -> tuple:
-    """What a function does, beyond its identity: code, defaults, and the functions it closes over."""
-    closed_over = tuple(cell.cell_contents for cell in function.__closure__ or () if is_filled_with_code(cell))
-    return (function.__code__, function.__defaults__, function.__kwdefaults__, *closed_over)
+EMPTY = object()  # what an empty closure cell holds, here
 
 
-def is_filled_with_code(cell) -> bool:
+def contents(cell: types.CellType) -> object:
     try:
-        return callable(cell.cell_contents)
+        return cell.cell_contents
     except ValueError:  # an empty cell
-        return False
+        return EMPTY
 
 
 def names_used(source: str) -> set[str]:
@@ -294,22 +304,28 @@ def names_used(source: str) -> set[str]:
     return names
 
 
-def global_hooks() -> dict[str, Callable[[], object]]:
-    """Process-wide settings that change what code does without rebinding a name."""
+def global_hooks() -> dict[str, tuple[str, Callable[[], object]]]:
+    """Process-wide settings that change what code does without rebinding a name: by the name that sets each, its
+    description and how to read it."""
     hooks = {
-        "the trace function (sys.settrace)": sys.gettrace,
-        "the profile function (sys.setprofile)": sys.getprofile,
-        "the trace function of new threads (threading.settrace)": threading.gettrace,
+        "sys.settrace": ("the trace function (sys.settrace)", sys.gettrace),
+        "sys.setprofile": ("the profile function (sys.setprofile)", sys.getprofile),
+        "threading.settrace": ("the trace function of new threads (threading.settrace)", threading.gettrace),
     }
     torch = sys.modules.get("torch")
     if torch is not None:
         hooks |= {
-            "PyTorch's active function modes (a TorchFunctionMode)": torch._C._len_torch_function_stack,
-            "PyTorch's active dispatch modes (a TorchDispatchMode)": torch._C._len_torch_dispatch_stack,
-            "PyTorch's default dtype": torch.get_default_dtype,
-            "PyTorch's kernels (torch.library)": dispatcher_table(torch),
+            "TorchFunctionMode": ("PyTorch's active function modes", torch._C._len_torch_function_stack),
+            "TorchDispatchMode": ("PyTorch's active dispatch modes", torch._C._len_torch_dispatch_stack),
+            "torch.set_default_dtype": ("PyTorch's default dtype", torch.get_default_dtype),
+            "torch.library": ("PyTorch's kernels (torch.library)", dispatcher_table(torch)),
         }
     return hooks
+
+
+def subject(label: str) -> str:
+    """What a recorded entry's label names: the module X, the notebook's name N, or the dotted name itself."""
+    return label.removeprefix("the module ").removeprefix("the notebook's name ")
 
 
 def dispatcher_table(torch) -> Callable[[], int]:
@@ -329,10 +345,11 @@ def students_threads(before: set) -> list[threading.Thread]:
     return found
 
 
-def named(changes: list[str]) -> list[str]:
+def named(changes: list[list[str]]) -> list[list[str]]:
     if len(changes) <= MAX_CHANGES_NAMED:
         return changes
-    return changes[:MAX_CHANGES_NAMED] + [f"and {len(changes) - MAX_CHANGES_NAMED} more changes"]
+    more = len(changes) - MAX_CHANGES_NAMED
+    return changes[:MAX_CHANGES_NAMED] + [[f"{more} more", f"and {more} more changes"]]
 
 
 if __name__ == "__main__":

@@ -2,10 +2,9 @@
 
 import torch
 
-from autograder.wrong_answers import wrong_answer
-
 # The last exercise calls the first two by name, as in the notebook.
 from transformer_course.checks.stand_ins import causal_mask, padding_mask
+from wrong_answers import wrong_answer
 
 ASSIGNMENT = "04_masking"
 

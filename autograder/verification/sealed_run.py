@@ -6,7 +6,7 @@ print "passed". So once nbgrader's kernel has run a submission, and before nbgra
 (``verification.SealedVerification``, a step of nbgrader's autograde), the course builds a program from the
 instructor's source notebook, in the source's order (the course's cells and the test cells, hidden tests
 included, from the source; the answer cells, and any cells the student added, from the submission) and runs
-it in a fresh Python process (``sealed_runner.py``), in the grading sandbox unless the instructor chose none.
+it in a fresh Python process (``runner.py``), in the grading sandbox unless the instructor chose none.
 That process records what the checks rely on before the first line of the student's code and reports each
 test on a private channel; a test passes only if it ran to the end without an error and nothing it relies on
 was changed. A process that dies passes nothing it had not reported.
@@ -27,10 +27,10 @@ from pathlib import Path
 import nbformat
 
 from autograder.cells import grading, is_answer, is_test, key, label
-from autograder.sandbox import Sandbox
+from autograder.verification.findings import CellFailed, Finding, ForgedVerdicts, RunEnded, Tampering, TimedOut
+from autograder.verification.sandbox import Sandbox
 
-RUNNER = Path(__file__).resolve().parent / "sealed_runner.py"
-SIGNAL_EXIT = 128  # exit codes above this stand for a death by signal (code - 128), as shells report them
+RUNNER = Path(__file__).resolve().parent / "runner.py"
 INTERRUPT_GRACE = 10.0  # seconds a cell gets to stop after an interrupt before its process is killed
 
 
@@ -38,10 +38,10 @@ INTERRUPT_GRACE = 10.0  # seconds a cell gets to stop after an interrupt before 
 class SealedVerdict:
     passed: set[str] = field(default_factory=set)  # test cells that ran to the end, nothing tampered with
     errors: dict[str, str] = field(default_factory=dict)  # test cell → why it failed
-    tampering: dict[str, list[str]] = field(default_factory=dict)  # cell after which changes were found → changes
-    cell_errors: dict[str, str] = field(default_factory=dict)  # the student's cells that raised
-    stopped: str | None = None  # why the run ended before its last cell
-    forged: int = 0  # lines on the channel that did not carry the secret
+    findings: list[Finding] = field(default_factory=list)  # what else happened, in order: CellFailed, Tampering, ...
+
+    def found(self, kind: type[Finding]) -> list:
+        return [finding for finding in self.findings if isinstance(finding, kind)]
 
     def failure(self, test: str) -> str | None:
         """Why a test earns nothing in the sealed run, or None when it passed."""
@@ -49,7 +49,8 @@ class SealedVerdict:
             return None
         if test in self.errors:
             return self.errors[test]
-        return f"not reached: {self.stopped}" if self.stopped else "not reached"
+        ended = self.found(RunEnded)
+        return f"not reached: {ended[0].why}" if ended else "not reached"
 
 
 def program(
@@ -152,6 +153,8 @@ class Listener:
         self.current = "the course's set-up"
         self.interrupted: set[str] = set()
         self.done = False
+        self.forged = 0  # lines on the channel that did not carry the secret
+        self.ended: RunEnded | None = None  # why the run ended before its last cell
 
     def listen(self) -> SealedVerdict:
         buffer = b""
@@ -174,8 +177,10 @@ class Listener:
             if self.done:  # what processes left behind may still write is not the runner's
                 break
         self.wait_for_exit()
-        if not self.done and self.verdict.stopped is None:
-            self.verdict.stopped = f"the process {ended(self.process.returncode)} while running {self.current}"
+        if not self.done and self.ended is None:
+            self.ended = RunEnded(self.current, self.process.returncode)
+        self.verdict.findings += [ForgedVerdicts(self.forged)] if self.forged else []
+        self.verdict.findings += [self.ended] if self.ended else []
         return self.verdict
 
     def wait_for_exit(self) -> None:
@@ -188,7 +193,7 @@ class Listener:
     def on_timeout(self) -> bool:
         """Interrupt a cell that ran too long, as a kernel would be; kill the run if that does not stop it."""
         if self.current in self.interrupted:
-            self.verdict.stopped = f"{self.current} did not stop when interrupted, so the run was stopped"
+            self.ended = RunEnded(self.current, exit_code=None)
             return False
         self.interrupted.add(self.current)
         try:
@@ -205,7 +210,7 @@ class Listener:
         except (ValueError, UnicodeDecodeError):
             genuine = False
         if not genuine:
-            self.verdict.forged += 1
+            self.forged += 1
             return False
         event = message["event"]
         if event == "start":
@@ -214,38 +219,28 @@ class Listener:
         if event == "test":
             self.on_test(message)
         elif event == "cell_error":
-            self.verdict.cell_errors[message["name"]] = self.timed_out(message["name"]) or message["error"]
+            name, (error_type, text) = message["name"], message["error"]
+            timed_out = name in self.interrupted
+            failed = TimedOut(name, self.cell_timeout) if timed_out else CellFailed(name, error_type, text)
+            self.verdict.findings.append(failed)
         elif event == "tampering":
-            self.verdict.tampering.setdefault(message["cell"], message["changes"])
+            subjects, changes = zip(*message["changes"], strict=True)
+            self.verdict.findings.append(Tampering(message["cell"], changes, subjects))
         elif event == "done":
             self.done = True
         return False
 
     def on_test(self, message: dict) -> None:
-        name, error = message["name"], self.timed_out(message["name"]) or message["error"]
+        name = message["name"]
+        if name in self.interrupted:
+            error = f"it ran longer than {self.cell_timeout:g} s and was interrupted"
+        else:
+            error = ": ".join(message["error"]) if message["error"] else None
         if message["passed"]:
             self.verdict.passed.add(name)
         elif message["tampering"]:
             failed_too = f" (it also failed: {error})" if error else ""
-            self.verdict.errors[name] = (
-                "earns nothing, because your code " + "; ".join(message["tampering"]) + failed_too
-            )
+            changes = "; ".join(change for _, change in message["tampering"])
+            self.verdict.errors[name] = f"earns nothing, because your code {changes}{failed_too}"
         else:
             self.verdict.errors[name] = error
-
-    def timed_out(self, name: str) -> str | None:
-        if name in self.interrupted:
-            return f"it ran longer than {self.cell_timeout:g} s and was interrupted"
-        return None
-
-
-def ended(returncode: int) -> str:
-    """How the runner ended. In the sandbox, a runner killed by signal N ends bwrap with code 128 + N, as a shell
-    reports it; a runner that chose such an exit code itself is reported the same way."""
-    number = -returncode if returncode < 0 else returncode - SIGNAL_EXIT if returncode > SIGNAL_EXIT else None
-    if number is None:
-        return f"exited with code {returncode}"
-    try:
-        return f"was killed by {signal.Signals(number).name}"
-    except ValueError:
-        return f"was killed by signal {number}"

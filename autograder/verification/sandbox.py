@@ -3,7 +3,7 @@
 Student code runs in two places during grading: nbgrader's kernel and the sealed verification's runner. Both are
 started through this file, as a program:
 
-    python -I autograder/sandbox.py SETTINGS -- COMMAND ...
+    python -I autograder/verification/sandbox.py SETTINGS -- COMMAND ...
 
 It reads SETTINGS (a JSON file the grading job wrote), then replaces itself with bwrap running COMMAND, so that
 the process the grader started, signals and kills it as before is the sandbox itself. Inside, the code sees:

@@ -2,10 +2,9 @@
 
 import torch
 
-from autograder.wrong_answers import wrong_answer
-
 # Later exercises call earlier ones by name, as they do in the notebook; these stand for those names.
 from transformer_course.checks.stand_ins import attention_weights, softmax
+from wrong_answers import wrong_answer
 
 ASSIGNMENT = "01_self_attention_averaging"
 

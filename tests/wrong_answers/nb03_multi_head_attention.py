@@ -2,11 +2,10 @@
 
 from torch import nn
 
-from autograder.wrong_answers import wrong_answer
-
 # The module exercise calls the earlier ones by name, as in the notebook; attention is reference code there.
 from transformer_course.checks.stand_ins import merge_heads, split_heads
 from transformer_course.reference import attention
+from wrong_answers import wrong_answer
 
 ASSIGNMENT = "03_multi_head_attention"
 

@@ -6,7 +6,7 @@ preprocessors in its list:
 
 - ``SandboxedExecute`` is nbgrader's ``Execute``, with the kernel started in the grading sandbox
   (``sandbox.py``) whatever kernel the notebook names;
-- ``SealedVerification`` runs the notebook's graded tests again in the sealed run (``sealed.py``), and puts a
+- ``SealedVerification`` runs the notebook's graded tests again in the sealed run (``sealed_run.py``), and puts a
   ``SealedVerification`` error into each test cell that passed in the kernel but not there, before nbgrader's
   ``SaveAutoGrades`` scores the cells: such a test earns nothing, in the gradebook and in the feedback alike.
   What the verification found (tampering, structural changes, the student's cells that failed) is kept in the
@@ -28,9 +28,10 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Bool, Int
 from traitlets.config import Configurable
 
-from autograder import sealed, structure
 from autograder.cells import grade_id, is_test, points
-from autograder.sandbox import Sandbox, unavailable
+from autograder.verification import sealed_run, structure
+from autograder.verification.findings import Finding, Unreadable
+from autograder.verification.sandbox import Sandbox, unavailable
 
 VERIFICATION = "course_verification"  # the autograded notebook's metadata key: {"notes": [...], "overruled": {...}}
 NOT_VERIFIED = "could not be verified (see the notes)"
@@ -39,7 +40,7 @@ FAILED = "SealedVerification"  # the error a test cell shows when it passed in t
 # of the kernel) gives up the kernel's sockets at once and waits forever if it tries to send the kernel's messages:
 # copies of the kernel would otherwise answer nbgrader in its name and garble its channels. Waiting, a copy keeps
 # its place under the process limit, so the bomb runs out of places and stops, as in the sealed run
-# (sealed_runner.stay_out_if_forked). The sandbox ends them all with the kernel.
+# (runner.stay_out_if_forked). The sandbox ends them all with the kernel.
 KERNEL_START = """\
 import os, time
 import jupyter_client.session
@@ -119,7 +120,7 @@ class SealedVerification(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         names = resources["nbgrader"]
         course = CourseDirectory(config=self.config)
-        notes: list[str] = []
+        notes: list[Finding] = []
         start = time.perf_counter()
         verdict = self.verdict(course, names, notes)
         seconds = time.perf_counter() - start
@@ -136,10 +137,11 @@ class SealedVerification(NbGraderPreprocessor):
             why = overruled[grade_id(cell)]
             shown = nbformat.v4.new_output("error", ename=FAILED, evalue=why, traceback=[f"{FAILED}: {why}"])
             cell.outputs.append(shown)
-        nb.metadata[VERIFICATION] = {"notes": notes, "overruled": overruled, "seconds": seconds}
+        found = [note.as_json() for note in notes]
+        nb.metadata[VERIFICATION] = {"notes": found, "overruled": overruled, "seconds": seconds}
         return nb, resources
 
-    def verdict(self, course: CourseDirectory, names: dict, notes: list[str]) -> sealed.SealedVerdict | None:
+    def verdict(self, course: CourseDirectory, names: dict, notes: list[Finding]) -> sealed_run.SealedVerdict | None:
         """The sealed run of the notebook as the student submitted it; what it found goes into ``notes``."""
         assignment, student, notebook = names["assignment"], names["student"], names["notebook"] + ".ipynb"
         source = read(Path(course.format_path(course.source_directory, ".", assignment)) / notebook)
@@ -157,38 +159,22 @@ def run_sealed(
     submitted_path: Path,
     cell_timeout: float,
     sandbox: Sandbox | None,
-    notes: list[str],
-) -> sealed.SealedVerdict | None:
+    notes: list[Finding],
+) -> sealed_run.SealedVerdict | None:
     """The structural comparison and the sealed run of one submitted notebook; what they found goes into ``notes``.
     None when the file is not a notebook. The course's grading also runs it on its own where nbgrader gave up on a
     notebook (its kernel died), for the report to say what the student's code did."""
     try:
         submitted = read(submitted_path)
     except Exception as error:  # nbformat raises several kinds for a file that is not a notebook
-        notes.append(f"{submitted_path.name} could not be read as a notebook: {type(error).__name__}: {error}")
+        notes.append(Unreadable(submitted_path.name, f"{type(error).__name__}: {error}"))
         return None
-    notes += [finding.text for finding in structure.compare(released, submitted)]
-    program = sealed.program(source, released, submitted)
+    notes += structure.compare(released, submitted)
+    program = sealed_run.program(source, released, submitted)
     with tempfile.TemporaryDirectory(prefix="sealed-") as workdir:
-        verdict = sealed.verify(program, Path(workdir), cell_timeout, sandbox)
-    notes += findings(verdict)
+        verdict = sealed_run.verify(program, Path(workdir), cell_timeout, sandbox)
+    notes += verdict.findings
     return verdict
-
-
-def findings(verdict: sealed.SealedVerdict) -> list[str]:
-    """What the sealed run found besides the tests' results, as the report says it."""
-    notes = [f"{cell_phrase(cell)} failed: {error}" for cell, error in verdict.cell_errors.items()]
-    notes += [f"your code in {cell} " + "; ".join(changes) for cell, changes in verdict.tampering.items()]
-    if verdict.forged:
-        notes.append(f"your code wrote {verdict.forged} line(s) to the verification's channel; ignored")
-    if verdict.stopped:
-        notes.append(f"in the sealed run, {verdict.stopped}")
-    return notes
-
-
-def cell_phrase(name: str) -> str:
-    """A student's cell as the report names it: by its exercise, or as the sealed run described an added one."""
-    return name if name.startswith("the cell") else f"your cell {name}"
 
 
 def read(path: Path) -> nbformat.NotebookNode:

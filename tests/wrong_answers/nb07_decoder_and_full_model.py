@@ -4,8 +4,6 @@ import math
 
 from torch import nn
 
-from autograder.wrong_answers import wrong_answer
-
 # Later exercises call earlier ones by name, as in the notebook; the rest is reference code there.
 from transformer_course.reference import (
     Decoder,
@@ -16,6 +14,7 @@ from transformer_course.reference import (
     MultiHeadAttention,
     sinusoidal_encoding,
 )
+from wrong_answers import wrong_answer
 
 ASSIGNMENT = "07_decoder_and_full_model"
 

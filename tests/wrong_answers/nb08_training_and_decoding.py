@@ -3,8 +3,8 @@ decoding and beam search."""
 
 import torch
 
-from autograder.wrong_answers import wrong_answer
 from transformer_course.reference import source_mask, target_mask
+from wrong_answers import wrong_answer
 
 ASSIGNMENT = "08_training_and_decoding"
 PAD, BOS, EOS = 0, 1, 2  # the notebook imports them from transformer_course.data.translation

@@ -1,0 +1,137 @@
+"""The sample submissions (autograder/samples.py), honest, tampered, faulty and hostile, graded in one batch through
+the autograder's parallel path, in the grading sandbox: each earns exactly what it should and its report says what
+happened, while nothing else is affected: the class folder is intact but for what grading writes, no feedback shows
+hidden test code or solution code, nothing reached the network and nothing outlived its job.
+"""
+
+import re
+import socket
+import sys
+from dataclasses import dataclass
+
+import nbformat
+import psutil
+import pytest
+
+from autograder.class_folder import NOT_GRADED_FEEDBACK, ClassFolder
+from autograder.grading import Limits, Outcome
+from autograder.report import class_summary
+from autograder.repository import NOTEBOOKS, REPO, SOLUTIONS, assignments
+from autograder.samples import DAEMON_MARKER, Assignment, Sample, reports, samples
+from autograder.verification.findings import Unreadable
+from class_records import class_files, code_lines, feedback_files, feedback_text, grades, regions
+from cores import grading_workers
+
+pytestmark = pytest.mark.grading
+
+# Notebook 01's cells each take about a second at most, its set-up in the sealed run (PyTorch imported, what the
+# checks rely on recorded) about five, and up to three times as long on a busy machine. The infinite-loop sample
+# costs this twice (the kernel's run, then the sealed one).
+CELL_TIMEOUT = 20.0
+FIRST = assignments()[0]
+# A server on this machine's loopback that the network sample tries to reach; it must never hear from it.
+LISTENER = socket.create_server(("127.0.0.1", 0))
+RELEASED_FIRST = {path.name: nbformat.read(path, as_version=4) for path in (NOTEBOOKS / FIRST).glob("*.ipynb")}
+SAMPLES = samples(FIRST, RELEASED_FIRST, listening_port=LISTENER.getsockname()[1])
+
+
+@dataclass
+class Graded:
+    class_folder: ClassFolder
+    grades: dict[str, dict[str, str]]  # student → exported row
+    outcomes: dict[str, Outcome]  # student → what grading found
+    before: dict[str, str]  # the class folder's files, but for what grading writes, before grading: path → hash
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> Graded:
+    class_folder = ClassFolder.create(tmp_path_factory.mktemp("class") / "course")
+    class_folder.write_student_versions([FIRST])
+    for sample in SAMPLES:
+        submission = sample.submission
+        class_folder.submit(submission.student, FIRST, submission.notebooks, submission.files)
+    before = class_files(class_folder.root)
+    outcomes = class_folder.autograde(limits=Limits(cell_timeout=CELL_TIMEOUT, workers=grading_workers()))
+    class_folder.generate_feedback(FIRST)
+    rows = {row["student_id"]: row for row in grades(class_folder) if row["assignment"] == FIRST}
+    return Graded(class_folder, rows, {outcome.student: outcome for outcome in outcomes}, before)
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda sample: sample.submission.student)
+def test_sample_earns_what_it_should_and_the_report_says_what_happened(graded, sample: Sample):
+    outcome = graded.outcomes[sample.submission.student]
+    earned = {test.name for test in outcome.tests if test.points == test.max_points > 0}
+    assert earned == sample.earns, outcome.messages
+    assert reports(outcome, sample.reported), outcome.messages
+    row = graded.grades[sample.submission.student]
+    assert float(row["score"]) == sum(test.points for test in outcome.tests)  # the gradebook agrees
+
+
+def test_the_class_folder_is_intact_but_for_what_grading_writes(graded):
+    assert class_files(graded.class_folder.root) == graded.before
+
+
+def test_nothing_reached_the_network_and_nothing_outlived_its_job(graded):
+    LISTENER.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        LISTENER.accept()  # no connection is waiting
+    daemons = [
+        process for process in psutil.process_iter(["cmdline"]) if DAEMON_MARKER in (process.info["cmdline"] or [])
+    ]
+    assert daemons == []
+
+
+def test_every_sample_gets_feedback_or_a_page_that_says_why_not(graded):
+    files = feedback_files(graded.class_folder, FIRST)
+    autograded = {path.name for path in (graded.class_folder.root / "autograded").iterdir()}
+    assert {path.parent.parent.name for path in files if path.name != NOT_GRADED_FEEDBACK} == autograded
+    # The others get a page with their report, which says why nbgrader did not grade them; everyone's report
+    # lies beside their feedback.
+    assert {path.parent.parent.name for path in files if path.name == NOT_GRADED_FEEDBACK} == set(
+        graded.outcomes
+    ) - autograded
+    assert all((path.parent / "report.txt").exists() for path in files)
+
+
+def test_no_feedback_shows_hidden_test_code_or_machine_paths(graded):
+    source = "\n".join(
+        cell.source for path in (SOLUTIONS / FIRST).glob("*.ipynb") for cell in nbformat.read(path, 4).cells
+    )
+    visible = code_lines(re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", source, flags=re.DOTALL))
+    hidden = code_lines(regions(source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")) - visible
+    for path in feedback_files(graded.class_folder, FIRST):
+        shown = feedback_text(path)
+        assert [line for line in hidden if line in shown] == [], path
+        assert str(REPO) not in shown and sys.prefix not in shown, f"{path} shows the grading machine's folders"
+
+
+def test_no_feedback_shows_solution_code_its_student_did_not_write(graded):
+    """The samples that read the class or the solutions left the first exercise unanswered (and answered the others
+    with the solutions): what they found must not reach their feedback."""
+    first = Assignment.of(FIRST, RELEASED_FIRST)
+    released = code_lines("\n".join(cell.source for notebook in RELEASED_FIRST.values() for cell in notebook.cells))
+    readers = {sample.submission.student for sample in SAMPLES if "reads" in sample.submission.student}
+    solution = code_lines(first.solutions[first.answers[0]]) - released
+    assert solution and readers
+    for path in feedback_files(graded.class_folder, FIRST):
+        if path.parent.parent.name in readers:
+            assert [line for line in solution if line in feedback_text(path)] == [], path
+
+
+def test_a_test_the_sealed_run_overrules_shows_why_in_the_feedback(graded):
+    student = "sample-check-replaced"  # its replaced check passes in nbgrader's kernel
+    overruled = [test for test in graded.outcomes[student].tests if test.overruled]
+    assert overruled, "the replaced check passed in nbgrader's kernel, so the sealed run must overrule it"
+    (feedback,) = [path for path in feedback_files(graded.class_folder, FIRST) if path.parent.parent.name == student]
+    shown = feedback.read_text(encoding="utf-8")
+    assert all(f"SealedVerification: {test.message}" in shown for test in overruled)
+
+
+def test_a_submission_nbgrader_could_not_grade_is_named_and_its_student_told_why(graded):
+    outcome = graded.outcomes["sample-malformed"]
+    assert not outcome.graded
+    assert "COULD NOT BE GRADED" in class_summary([outcome])
+    (unreadable,) = [finding for finding in outcome.findings if isinstance(finding, Unreadable)]
+    page = graded.class_folder.root / "feedback" / "sample-malformed" / FIRST / NOT_GRADED_FEEDBACK
+    shown = " ".join(feedback_text(page).split())  # the report's lines are wrapped
+    assert " ".join(unreadable.text.split()) in shown

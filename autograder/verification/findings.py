@@ -98,8 +98,7 @@ class CellFailed(Finding):
 
     @property
     def text(self) -> str:
-        where = self.cell if self.cell.startswith("the cell") else f"your cell {self.cell}"
-        return f"{where} failed: {self.error_type}: {self.message}"
+        return f"{your_cell(self.cell)} failed: {self.error_type}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -111,8 +110,7 @@ class TimedOut(Finding):
 
     @property
     def text(self) -> str:
-        where = self.cell if self.cell.startswith("the cell") else f"your cell {self.cell}"
-        return f"{where} ran longer than {self.seconds:g} s and was interrupted"
+        return f"{your_cell(self.cell)} ran longer than {self.seconds:g} s and was interrupted"
 
 
 @dataclass(frozen=True)
@@ -206,6 +204,11 @@ class NotGraded(Finding):
     @property
     def text(self) -> str:
         return f"not graded: {self.reason}"
+
+
+def your_cell(name: str) -> str:
+    """A student's cell as the report names it: by its exercise, or as the sealed run described one they added."""
+    return name if name.startswith("the cell") else f"your cell {name}"
 
 
 KINDS = {kind.__name__: kind for kind in Finding.__subclasses__()}

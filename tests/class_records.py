@@ -5,10 +5,15 @@ import hashlib
 import html
 import re
 import sqlite3
+import sys
 from pathlib import Path
+
+import nbformat
 
 from autograder.class_folder import LEDGER, REPORTS, ClassFolder
 from autograder.grading import KernelFailure, failures_in
+from autograder.repository import NOTEBOOKS, REPO, SOLUTIONS
+from autograder.submissions import solution_code
 
 # What grading writes into a class folder; the rest stays as it was.
 WRITTEN_BY_GRADING = ("autograded", "feedback", "gradebook.db", "grades.csv", LEDGER, REPORTS)
@@ -71,3 +76,33 @@ def gradebook_rows(class_folder: ClassFolder) -> list[tuple]:
                join base_cell on grade.cell_id = base_cell.id
                order by 2, 3, 4, 5"""
         ).fetchall()
+
+
+def hidden_test_lines(assignment: str) -> set[str]:
+    """The lines of the assignment's hidden tests that appear nowhere in its visible code."""
+    source = "\n".join(
+        cell.source for path in (SOLUTIONS / assignment).glob("*.ipynb") for cell in nbformat.read(path, 4).cells
+    )
+    visible = code_lines(re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", source, flags=re.DOTALL))
+    return code_lines(regions(source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")) - visible
+
+
+def assert_feedback_hides_tests_and_machine_paths(class_folder: ClassFolder, assignment: str) -> None:
+    """No feedback page of the assignment shows a hidden test's code or a folder of the grading machine."""
+    hidden = hidden_test_lines(assignment)
+    assert hidden, f"{assignment} has no hidden test line to look for"
+    for path in feedback_files(class_folder, assignment):
+        shown = feedback_text(path)
+        assert [line for line in hidden if line in shown] == [], path
+        assert str(REPO) not in shown and sys.prefix not in shown, f"{path} shows the grading machine's folders"
+
+
+def solution_lines_not_handed_out(assignment: str, exercises: list[str]) -> set[str]:
+    """The lines of the exercises' solutions that the student version shows nowhere, not even in its prose: a
+    student who did not write them can only have them from the solutions."""
+    handed_out = "\n".join(
+        cell.source for path in (NOTEBOOKS / assignment).glob("*.ipynb") for cell in nbformat.read(path, 4).cells
+    )
+    solutions = solution_code(assignment)
+    lines = set().union(*(code_lines(solutions[exercise]) for exercise in exercises))
+    return {line for line in lines if line not in handed_out}

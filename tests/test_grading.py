@@ -9,26 +9,23 @@ mistake). That the sealed run takes its points from every kept wrong answer is p
 the sample submissions, honest, tampered, faulty and hostile, in test_grading_samples.py.
 """
 
-import re
-import sys
 from dataclasses import dataclass
 
-import nbformat
 import pytest
 
 from autograder.class_folder import ClassFolder
 from autograder.grading import Limits, Outcome
-from autograder.repository import REPO, SOLUTIONS, assignments
+from autograder.repository import assignments
 from autograder.submissions import Submission, filled_in, points_by_test, solution_code
 from class_records import (
+    assert_feedback_hides_tests_and_machine_paths,
     class_files,
-    code_lines,
     failed_in_nbgrader,
     feedback_files,
     feedback_text,
     gradebook_rows,
     grades,
-    regions,
+    solution_lines_not_handed_out,
 )
 from cores import grading_workers
 from wrong_answers import wrong_answer_submissions
@@ -119,25 +116,12 @@ def test_the_class_folder_is_intact_but_for_what_grading_writes(graded):
 
 @pytest.mark.parametrize("assignment", assignments())
 def test_no_feedback_shows_hidden_test_code_or_machine_paths(graded, assignment):
-    source = "\n".join(
-        cell.source for path in (SOLUTIONS / assignment).glob("*.ipynb") for cell in nbformat.read(path, 4).cells
-    )
-    visible = code_lines(re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", source, flags=re.DOTALL))
-    hidden = code_lines(regions(source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")) - visible
-    assert hidden, f"{assignment} has no hidden test line to look for"
-    for path in feedback_files(graded.class_folder, assignment):
-        shown = feedback_text(path)
-        assert [line for line in hidden if line in shown] == [], path
-        assert str(REPO) not in shown and sys.prefix not in shown, f"{path} shows the grading machine's folders"
+    assert_feedback_hides_tests_and_machine_paths(graded.class_folder, assignment)
 
 
 @pytest.mark.parametrize("assignment", assignments())
 def test_the_untouched_students_feedback_shows_no_solution_code(graded, assignment):
-    released = graded.class_folder.released(assignment)
-    handed_out = "\n".join(cell.source for notebook in released.values() for cell in notebook.cells)
-    solution = {
-        line for line in set().union(*map(code_lines, solution_code(assignment).values())) if line not in handed_out
-    }
+    solution = solution_lines_not_handed_out(assignment, list(solution_code(assignment)))
     assert solution
     (page,) = [path for path in feedback_files(graded.class_folder, assignment) if "untouched" in path.parts]
     assert [line for line in solution if line in feedback_text(page)] == []

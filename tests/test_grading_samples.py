@@ -4,9 +4,7 @@ happened, while nothing else is affected: the class folder is intact but for wha
 hidden test code or solution code, nothing reached the network and nothing outlived its job.
 """
 
-import re
 import socket
-import sys
 from dataclasses import dataclass
 
 import nbformat
@@ -16,10 +14,17 @@ import pytest
 from autograder.class_folder import NOT_GRADED_FEEDBACK, ClassFolder
 from autograder.grading import Limits, Outcome
 from autograder.report import class_summary
-from autograder.repository import NOTEBOOKS, REPO, SOLUTIONS, assignments
+from autograder.repository import NOTEBOOKS, assignments
 from autograder.samples import DAEMON_MARKER, Assignment, Sample, reports, samples
 from autograder.verification.findings import Unreadable
-from class_records import class_files, code_lines, feedback_files, feedback_text, grades, regions
+from class_records import (
+    assert_feedback_hides_tests_and_machine_paths,
+    class_files,
+    feedback_files,
+    feedback_text,
+    grades,
+    solution_lines_not_handed_out,
+)
 from cores import grading_workers
 
 pytestmark = pytest.mark.grading
@@ -94,24 +99,15 @@ def test_every_sample_gets_feedback_or_a_page_that_says_why_not(graded):
 
 
 def test_no_feedback_shows_hidden_test_code_or_machine_paths(graded):
-    source = "\n".join(
-        cell.source for path in (SOLUTIONS / FIRST).glob("*.ipynb") for cell in nbformat.read(path, 4).cells
-    )
-    visible = code_lines(re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", source, flags=re.DOTALL))
-    hidden = code_lines(regions(source, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")) - visible
-    for path in feedback_files(graded.class_folder, FIRST):
-        shown = feedback_text(path)
-        assert [line for line in hidden if line in shown] == [], path
-        assert str(REPO) not in shown and sys.prefix not in shown, f"{path} shows the grading machine's folders"
+    assert_feedback_hides_tests_and_machine_paths(graded.class_folder, FIRST)
 
 
 def test_no_feedback_shows_solution_code_its_student_did_not_write(graded):
     """The samples that read the class or the solutions left the first exercise unanswered (and answered the others
     with the solutions): what they found must not reach their feedback."""
     first = Assignment.of(FIRST, RELEASED_FIRST)
-    released = code_lines("\n".join(cell.source for notebook in RELEASED_FIRST.values() for cell in notebook.cells))
     readers = {sample.submission.student for sample in SAMPLES if "reads" in sample.submission.student}
-    solution = code_lines(first.solutions[first.answers[0]]) - released
+    solution = solution_lines_not_handed_out(FIRST, first.answers[:1])
     assert solution and readers
     for path in feedback_files(graded.class_folder, FIRST):
         if path.parent.parent.name in readers:

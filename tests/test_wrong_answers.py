@@ -4,8 +4,8 @@ exercise's points where grades are decided.
 Two proofs. The fast one calls the check helpers directly, in this process. The other grades every wrong answer as
 the autograder does: the sealed run, which decides what a test earns whatever nbgrader's kernel says, runs each
 notebook's trial program in the grading sandbox (one process per notebook: the solved notebook, then each wrong
-answer in turn with every test cell, hidden tests included; ``wrong_answers.trial_program``). That nbgrader's
-kernel, the report and the gradebook agree with the sealed run is proven in test_grading.py.
+answer in turn with every test cell from its exercise's on, hidden tests included; ``wrong_answers.trial_program``).
+That nbgrader's kernel, the report and the gradebook agree with the sealed run is proven in test_grading.py.
 """
 
 import functools
@@ -19,7 +19,7 @@ from autograder.submissions import points_by_test, solution_notebooks
 from autograder.verification.sandbox import Sandbox
 from autograder.verification.sealed_run import SealedVerdict, verify
 from transformer_course.checks import CheckFailed
-from wrong_answers import WrongAnswer, all_wrong_answers, trial_name, trial_program
+from wrong_answers import WrongAnswer, all_wrong_answers, graded_after, trial_name, trial_program
 
 WRONG_ANSWERS = all_wrong_answers()
 CELL_TIMEOUT = 60.0  # notebook 08 trains in one cell (a short run, as while nbgrader grades it)
@@ -93,6 +93,6 @@ def test_the_sealed_run_takes_exactly_the_exercise_points_of_a_wrong_answer(tria
     own = trial_name(answer, answer.test_cell)
     assert own not in verdict.passed, f"{answer.mistake} passed {answer.test_cell}"
     assert answer.message in verdict.failure(own)
-    # Every exercise is graded on its own: with this wrong answer in place, every other test still passes.
-    others = [trial_name(answer, test) for test in points_by_test(solution_notebooks(answer.assignment))]
+    # Every exercise is graded on its own: with this wrong answer in place, every later test still passes.
+    others = [trial_name(answer, test) for test in graded_after(answer)]
     assert {name: verdict.failure(name) for name in others if name != own and name not in verdict.passed} == {}

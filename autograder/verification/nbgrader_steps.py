@@ -25,7 +25,7 @@ import nbformat
 from jupyter_client.kernelspec import KernelSpec
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Bool, Int
+from traitlets import Bool, Enum, Int
 from traitlets.config import Configurable
 
 from autograder.cells import grade_id, is_test, points
@@ -90,6 +90,10 @@ class SandboxedExecute(Execute):
     """nbgrader's Execute, with the kernel in the grading sandbox: ipykernel started through the sandbox's
     launcher, talking to nbgrader over Unix sockets in a folder only the two share (the sandbox has no network).
     The kernel spec is made here, so no notebook's metadata can choose another kernel."""
+
+    # Once the last cell has run, the kernel is killed rather than asked to exit: nothing of the student's should
+    # run after the tests (atexit hooks included), and asking costs about a second per notebook graded.
+    shutdown_kernel = Enum(["graceful", "immediate"], default_value="immediate").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         self._folders = [Path(tempfile.mkdtemp(prefix="kernel-")), Path(tempfile.mkdtemp(prefix="kernel-settings-"))]

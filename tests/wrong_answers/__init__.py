@@ -85,18 +85,26 @@ def trial_name(answer: WrongAnswer, test: str) -> str:
     return f"{answer.label} → {test}"
 
 
+def graded_after(answer: WrongAnswer) -> list[str]:
+    """The grade_ids of the test cells that run after ``answer``'s cell in its notebook: its exercise's test and
+    every later one. Earlier tests ran before the learner's cell, so no answer in it can change their verdict."""
+    (source,) = solution_notebooks(answer.assignment).values()
+    tests = [grade_id(cell) for cell in source.cells if is_test(cell)]
+    return tests[tests.index(answer.test_cell) :]
+
+
 def trial_program(assignment: str) -> list[dict]:
     """One sealed-run program that grades every kept wrong answer of ``assignment``: the solution notebook run as
-    a solved submission, then, for each wrong answer in turn, its code in place of the solution, every test cell of
-    the notebook (hidden tests included), and the solution again. The sealed run grades each test cell of a trial
-    under its ``trial_name``, as it grades a submission's."""
+    a solved submission, then, for each wrong answer in turn, its code in place of the solution, every test cell
+    that follows it in the notebook (hidden tests included, ``graded_after``), and the solution again. The sealed run
+    grades each test cell of a trial under its ``trial_name``, as it grades a submission's."""
     (source,) = solution_notebooks(assignment).values()
     tests = {grade_id(cell): cell.source for cell in source.cells if is_test(cell)}
     solutions = solution_code(assignment)
     cells = program(source, source, source)
     for answer in of_assignment(assignment):
         cells.append(role("student", answer.label, answer.source))
-        cells += [role("test", trial_name(answer, test), code) for test, code in tests.items()]
+        cells += [role("test", trial_name(answer, test), tests[test]) for test in graded_after(answer)]
         cells.append(role("student", f"{answer.exercise}, solved again", solutions[answer.exercise]))
     return cells
 

@@ -1,4 +1,5 @@
-"""The course's commands. Each sets up the environment first (.venv, from requirements.txt) when needed.
+"""The course's commands. Each sets up the environment first (.venv, from requirements.txt; `check` from
+requirements-dev.txt, which adds the tests' tools) when needed.
 
     python3.11 course.py lab        set up, then open the course in JupyterLab
     python3.11 course.py check      set up, then run every check of the course (what CI runs); installs
@@ -24,8 +25,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent
 VENV = REPO / ".venv"
-INSTALL_INPUTS = (REPO / "requirements.txt", REPO / "pyproject.toml")
-INSTALL_STAMP = VENV / "course-install.sha256"  # what the environment was last installed from
+REQUIREMENTS = REPO / "requirements.txt"  # what the course needs: lab, grade, class
+CHECK_REQUIREMENTS = REPO / "requirements-dev.txt"  # that, and the check's tools; a student release lacks it
+INSTALL_STAMP = VENV / "course-install.sha256"  # the fingerprints of the requirements the environment satisfies
 FIRST_NOTEBOOK = "notebooks/01_self_attention_averaging/01_self_attention_averaging.ipynb"
 # The browser test (tests/test_browser.py) drives Debian's Chromium; Playwright downloads no browser of its own.
 CHROMIUM = Path("/usr/bin/chromium")
@@ -50,12 +52,14 @@ def venv_python() -> Path:
     return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def install_fingerprint() -> str:
-    return hashlib.sha256(b"".join(path.read_bytes() for path in INSTALL_INPUTS)).hexdigest()
+def install_fingerprint(requirements: Path) -> str:
+    """What an installation from ``requirements`` depends on: the file, the course's own list, the package's."""
+    inputs = sorted({requirements, REQUIREMENTS, REPO / "pyproject.toml"})
+    return hashlib.sha256(b"".join(path.read_bytes() for path in inputs)).hexdigest()
 
 
-def set_up() -> None:
-    """Create .venv and install the pinned requirements, unless it is already installed from them."""
+def set_up(requirements: Path) -> None:
+    """Create .venv and install the pinned ``requirements``, unless it is already installed from them."""
     if sys.version_info[:2] != (3, 11):
         sys.exit(
             f"The course needs Python 3.11; this is {sys.version.split()[0]}. "
@@ -64,13 +68,13 @@ def set_up() -> None:
     if not venv_python().exists():
         print(f"Creating the course environment in {VENV.name}/ ...", flush=True)
         venv.create(VENV, with_pip=True)
-    fingerprint = install_fingerprint()
-    if INSTALL_STAMP.exists() and INSTALL_STAMP.read_text() == fingerprint:
+    if INSTALL_STAMP.exists() and install_fingerprint(requirements) in INSTALL_STAMP.read_text().split():
         return
     print("Installing the course's requirements (the first time takes a few minutes) ...", flush=True)
     pip = [str(venv_python()), "-m", "pip", "install", "--disable-pip-version-check"]
-    subprocess.run([*pip, "--quiet", "-r", "requirements.txt"], cwd=REPO, check=True)
-    INSTALL_STAMP.write_text(fingerprint)
+    subprocess.run([*pip, "--quiet", "-r", requirements.name], cwd=REPO, check=True)
+    satisfied = {requirements, REQUIREMENTS}  # requirements-dev.txt includes requirements.txt
+    INSTALL_STAMP.write_text("\n".join(install_fingerprint(path) for path in sorted(satisfied)) + "\n")
 
 
 def in_course_environment() -> bool:
@@ -218,7 +222,7 @@ def main() -> int:
         )
         return 2
     if not in_course_environment():
-        set_up()
+        set_up(CHECK_REQUIREMENTS if sys.argv[1] == "check" else REQUIREMENTS)
         # The caller's folder stays the working folder: paths given to grade and class are relative to it.
         return subprocess.run([str(venv_python()), __file__, *sys.argv[1:]]).returncode
     command, extra_args = COMMANDS[sys.argv[1]], sys.argv[2:]

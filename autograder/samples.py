@@ -227,139 +227,149 @@ def indented(code: str, indent: str) -> str:
 
 
 def samples(
-    assignment: str, released: dict[str, nbformat.NotebookNode], sandboxed: bool = True, listening_port: int = 9
+    name: str, released: dict[str, nbformat.NotebookNode], sandboxed: bool = True, listening_port: int = 9
 ) -> list[Sample]:
-    """Every sample submission of ``assignment``, as its released notebooks stand; the hostile ones only when they
-    will be graded in the sandbox. The network sample connects to ``listening_port`` on the loopback interface."""
-    course = Assignment.of(assignment, released)
-    found = honest(course) + tampering_with_cells(course) + tampering_in_the_kernel(course) + faults(course)
-    return found + (hostile(course, listening_port) if sandboxed else [])
+    """Every sample submission of the assignment ``name``, as its released notebooks stand; the hostile ones only
+    when they will be graded in the sandbox. The network sample connects to ``listening_port`` on the loopback
+    interface."""
+    assignment = Assignment.of(name, released)
+    found = (
+        honest(assignment) + tampering_with_cells(assignment) + tampering_in_the_kernel(assignment) + faults(assignment)
+    )
+    return found + (hostile(assignment, listening_port) if sandboxed else [])
 
 
 def sample(
-    course: Assignment, student: str, what: str, earns, reported: Expected | None, notebook=None, files=None
+    assignment: Assignment, student: str, what: str, earns, reported: Expected | None, notebook=None, files=None
 ) -> Sample:
-    notebooks = {course.notebook: notebook} if notebook is not None else {}
-    submission = Submission(f"sample-{student}", course.name, notebooks, files=files or {})
+    notebooks = {assignment.notebook: notebook} if notebook is not None else {}
+    submission = Submission(f"sample-{student}", assignment.name, notebooks, files=files or {})
     return Sample(submission, what, frozenset(earns), reported)
 
 
-def all_but_first(course: Assignment) -> list[str]:
-    return course.tests[1:]
+def all_but_first(assignment: Assignment) -> list[str]:
+    return assignment.tests[1:]
 
 
-def honest(course: Assignment) -> list[Sample]:
-    untouched = nbformat.from_dict(course.released)
+def honest(assignment: Assignment) -> list[Sample]:
+    untouched = nbformat.from_dict(assignment.released)
     return [
-        sample(course, "full-marks", "every exercise solved", course.tests, None, course.notebook_with()),
+        sample(assignment, "full-marks", "every exercise solved", assignment.tests, None, assignment.notebook_with()),
         sample(
-            course,
+            assignment,
             "partial",
             "the first exercise left as it was",
-            all_but_first(course),
+            all_but_first(assignment),
             TestFailedWith("NotImplementedYet"),
-            course.first_unanswered(),
+            assignment.first_unanswered(),
         ),
-        sample(course, "untouched", "nothing done", [], TestFailedWith("NotImplementedYet"), untouched),
+        sample(assignment, "untouched", "nothing done", [], TestFailedWith("NotImplementedYet"), untouched),
     ]
 
 
-def tampering_with_cells(course: Assignment) -> list[Sample]:
-    first_test = course.tests[0]
-    edited = course.first_unanswered()
-    course.cell(edited, first_test).source = 'print("✔ all tests passed")'
-    deleted = course.first_unanswered()
-    deleted.cells.remove(course.cell(deleted, first_test))
-    retyped = course.first_unanswered()
-    cell = course.cell(retyped, first_test)
+def tampering_with_cells(assignment: Assignment) -> list[Sample]:
+    first_test = assignment.tests[0]
+    edited = assignment.first_unanswered()
+    assignment.cell(edited, first_test).source = 'print("✔ all tests passed")'
+    deleted = assignment.first_unanswered()
+    deleted.cells.remove(assignment.cell(deleted, first_test))
+    retyped = assignment.first_unanswered()
+    cell = assignment.cell(retyped, first_test)
     retyped.cells[retyped.cells.index(cell)] = nbformat.v4.new_markdown_cell(
         cell.source, metadata=cell.metadata, id=cell.id
     )
-    reordered = course.first_unanswered()
-    reordered.cells.append(reordered.cells.pop(reordered.cells.index(course.cell(reordered, first_test))))
-    rest = all_but_first(course)
+    reordered = assignment.first_unanswered()
+    reordered.cells.append(reordered.cells.pop(reordered.cells.index(assignment.cell(reordered, first_test))))
+    rest = all_but_first(assignment)
     return [
-        sample(course, "test-edited", "a test cell's code replaced", rest, found(ChangedCell, change="edited"), edited),
-        sample(course, "test-deleted", "a test cell deleted", rest, found(ChangedCell, change="deleted"), deleted),
         sample(
-            course, "test-retyped", "a test cell made markdown", rest, found(ChangedCell, change="retyped"), retyped
+            assignment, "test-edited", "a test cell's code replaced", rest, found(ChangedCell, change="edited"), edited
+        ),
+        sample(assignment, "test-deleted", "a test cell deleted", rest, found(ChangedCell, change="deleted"), deleted),
+        sample(
+            assignment, "test-retyped", "a test cell made markdown", rest, found(ChangedCell, change="retyped"), retyped
         ),
         sample(
-            course, "reordered", "a test cell moved to the end", rest, found(ChangedCell, change="reordered"), reordered
+            assignment,
+            "reordered",
+            "a test cell moved to the end",
+            rest,
+            found(ChangedCell, change="reordered"),
+            reordered,
         ),
     ]
 
 
-def tampering_in_the_kernel(course: Assignment) -> list[Sample]:
-    check = first_check(course)
-    fake_output = course.first_unanswered(f'print("✔ {course.answers[0]}: all checks passed")')
-    stored = nbformat.v4.new_output("stream", name="stdout", text=f"✔ {course.answers[0]}: all checks passed\n")
-    course.cell(fake_output, course.tests[0]).outputs = [stored]
+def tampering_in_the_kernel(assignment: Assignment) -> list[Sample]:
+    check = first_check(assignment)
+    fake_output = assignment.first_unanswered(f'print("✔ {assignment.answers[0]}: all checks passed")')
+    stored = nbformat.v4.new_output("stream", name="stdout", text=f"✔ {assignment.answers[0]}: all checks passed\n")
+    assignment.cell(fake_output, assignment.tests[0]).outputs = [stored]
     return [
         sample(
-            course,
+            assignment,
             "torch-allclose",
             "torch.allclose made to always agree",
             [],
             found(Tampering, subjects="torch.allclose"),
-            course.first_unanswered(TORCH_ALLCLOSE),
+            assignment.first_unanswered(TORCH_ALLCLOSE),
         ),
         sample(
-            course,
+            assignment,
             "numpy-allclose",
             "np.allclose made to always agree",
             [],
             found(Tampering, subjects="numpy.allclose"),
-            course.first_unanswered(NUMPY_ALLCLOSE),
+            assignment.first_unanswered(NUMPY_ALLCLOSE),
         ),
         sample(
-            course,
+            assignment,
             "assert-close",
             "torch.testing.assert_close made to pass",
             [],
             found(Tampering, subjects="torch.testing.assert_close"),
-            course.first_unanswered(ASSERT_CLOSE),
+            assignment.first_unanswered(ASSERT_CLOSE),
         ),
         sample(
-            course,
+            assignment,
             "check-replaced",
             f"the course's {check} made to pass",
             [],
             found(Tampering, subjects=check_label(check)),
-            course.first_unanswered(f"{check} = lambda *args, **kwargs: None\n"),
+            assignment.first_unanswered(f"{check} = lambda *args, **kwargs: None\n"),
         ),
         sample(
-            course,
+            assignment,
             "asserts-neutralised",
             "asserts removed and errors swallowed by an AST transformer",
             [],
             found(Tampering, subjects="get_ipython().ast_transformers"),
-            course.first_unanswered(NO_FAILURES),
+            assignment.first_unanswered(NO_FAILURES),
         ),
         sample(
-            course,
+            assignment,
             "errors-swallowed",
             "a custom exception handler that hides errors",
             [],
             found(Tampering, subjects="get_ipython().set_custom_exc"),
-            course.first_unanswered(SWALLOW_ERRORS),
+            assignment.first_unanswered(SWALLOW_ERRORS),
         ),
         sample(
-            course,
+            assignment,
             "fake-output",
             "“passed” printed and stored as the test's output",
-            all_but_first(course),
+            all_but_first(assignment),
             TestFailedWith("NotImplementedYet"),
             fake_output,
         ),
     ]
 
 
-def first_check(course: Assignment) -> str:
+def first_check(assignment: Assignment) -> str:
     """The check the first test cell calls, as that cell names it: nb01.check_softmax."""
     call = next(
         node
-        for node in ast.walk(ast.parse(course.cell(course.released, course.tests[0]).source))
+        for node in ast.walk(ast.parse(assignment.cell(assignment.released, assignment.tests[0]).source))
         if isinstance(node, ast.Call)
     )
     return ast.unparse(call.func)
@@ -370,53 +380,53 @@ def check_label(check: str) -> str:
     return f"transformer_course.checks.{check}"
 
 
-def faults(course: Assignment) -> list[Sample]:
-    first, second, third = course.answers[:3]
-    malformed = nbformat.writes(course.notebook_with())
-    stem = course.notebook.removesuffix(".ipynb")
+def faults(assignment: Assignment) -> list[Sample]:
+    first, second, third = assignment.answers[:3]
+    malformed = nbformat.writes(assignment.notebook_with())
+    stem = assignment.notebook.removesuffix(".ipynb")
     return [
         sample(
-            course,
+            assignment,
             "infinite-loop",
             "an answer cell that never ends",
-            all_but_first(course),
+            all_but_first(assignment),
             found(TimedOut, cell=first),
-            course.notebook_with(**{first: LOOP}),
+            assignment.notebook_with(**{first: LOOP}),
         ),
         sample(
-            course,
+            assignment,
             "kernel-exits",
             "os._exit in an answer cell",
             [],
             found(RunEnded, exit_code=1),
-            course.notebook_with(**{second: course.solutions[second] + "\n\n" + EXIT_KERNEL}),
+            assignment.notebook_with(**{second: assignment.solutions[second] + "\n\n" + EXIT_KERNEL}),
         ),
         sample(
-            course,
+            assignment,
             "segfault",
             "a segmentation fault in an answer cell",
             [],
             found(RunEnded, signal="SIGSEGV"),
-            course.notebook_with(**{third: course.solutions[third] + "\n\n" + SEGFAULT}),
+            assignment.notebook_with(**{third: assignment.solutions[third] + "\n\n" + SEGFAULT}),
         ),
         sample(
-            course,
+            assignment,
             "huge-allocation",
             "an answer that allocates 64 GiB",
-            all_but_first(course),
+            all_but_first(assignment),
             TestFailedWith("CheckFailed", saying="can't allocate memory"),  # PyTorch's words, in the check's message
-            course.notebook_with(**{first: course.stub_doing(first, HOARD)}),
+            assignment.notebook_with(**{first: assignment.stub_doing(first, HOARD)}),
         ),
         sample(
-            course,
+            assignment,
             "malformed",
             "a notebook file cut short",
             [],
             found(Unreadable),
-            files={course.notebook: malformed[: len(malformed) // 2]},
+            files={assignment.notebook: malformed[: len(malformed) // 2]},
         ),
         sample(
-            course,
+            assignment,
             "missing",
             "no notebook, only a note",
             [],
@@ -424,86 +434,86 @@ def faults(course: Assignment) -> list[Sample]:
             files={"README.txt": "I could not finish in time.\n"},
         ),
         sample(
-            course,
+            assignment,
             "misnamed",
             "the notebook saved under another name",
             [],
             found(NotOfThisAssignment),
-            files={f"{stem} (1).ipynb": nbformat.writes(course.notebook_with())},
+            files={f"{stem} (1).ipynb": nbformat.writes(assignment.notebook_with())},
         ),
         sample(
-            course,
+            assignment,
             "extra-files",
             "every exercise solved, with extra files",
-            course.tests,
+            assignment.tests,
             found(ExtraFile, path="torch.py", could_shadow=True),
-            course.notebook_with(),
+            assignment.notebook_with(),
             files={"torch.py": 'raise ImportError("not PyTorch")\n', "notes.txt": "notes\n"},
         ),
     ]
 
 
-def hostile(course: Assignment, listening_port: int) -> list[Sample]:
+def hostile(assignment: Assignment, listening_port: int) -> list[Sample]:
     """Attacks on the machine: each earns nothing for the exercise it sits in, and its report names what failed."""
-    all_but_last = course.tests[:-1]
+    all_but_last = assignment.tests[:-1]
     return [
         sample(
-            course,
+            assignment,
             "reads-class",
             "reads the class's gradebook and source notebooks",
-            all_but_first(course),
+            all_but_first(assignment),
             found(CellFailed, error_type="IndexError"),
-            course.first_unanswered(READ_CLASS),
+            assignment.first_unanswered(READ_CLASS),
         ),
         sample(
-            course,
+            assignment,
             "vandal",
             "deletes the other submissions, rewrites the source, empties the gradebook",
-            all_but_first(course),
+            all_but_first(assignment),
             found(CellFailed, error_type="IndexError"),
-            course.first_unanswered(VANDALISE_CLASS),
+            assignment.first_unanswered(VANDALISE_CLASS),
         ),
         sample(
-            course,
+            assignment,
             "reads-solutions",
             "prints the repository's solution notebooks",
-            all_but_first(course),
+            all_but_first(assignment),
             found(CellFailed, error_type="FileNotFoundError"),
-            course.first_unanswered(READ_SOLUTIONS),
+            assignment.first_unanswered(READ_SOLUTIONS),
         ),
         sample(
-            course,
+            assignment,
             "daemon",
             "starts a background process to empty gradebooks after the kernel ends",
-            all_but_first(course),
+            all_but_first(assignment),
             TestFailedWith("NotImplementedYet"),
-            course.first_unanswered(DAEMON),
+            assignment.first_unanswered(DAEMON),
         ),
         sample(
-            course,
+            assignment,
             "network",
             "connects to a server on the grading machine",
-            all_but_first(course),
+            all_but_first(assignment),
             found(CellFailed, error_type="ConnectionRefusedError"),
-            course.first_unanswered(NETWORK.format(port=listening_port)),
+            assignment.first_unanswered(NETWORK.format(port=listening_port)),
         ),
         # Its copies of the kernel hold every place under the process limit until the kernel ends, so the kernel
         # cannot start a thread again (pyzmq starts one to send a large message): it dies, and nbgrader grades
         # nothing of the notebook. The sealed run reports the failed fork.
         sample(
-            course,
+            assignment,
             "fork-bomb",
             "a fork bomb",
             [],
             found(CellFailed, error_type="BlockingIOError"),  # EAGAIN: no process left to fork
-            course.last_unanswered(FORK_BOMB),
+            assignment.last_unanswered(FORK_BOMB),
         ),
         sample(
-            course,
+            assignment,
             "fills-disk",
             "writes until its disk is full",
             all_but_last,
             found(CellFailed, error_type="OSError"),  # ENOSPC
-            course.last_unanswered(FILL_DISK),
+            assignment.last_unanswered(FILL_DISK),
         ),
     ]

@@ -85,6 +85,18 @@ def test_a_release_holds_its_notebooks_and_no_solution_or_hidden_test(releases, 
     assert {path: lines for path, lines in leaks.items() if lines} == {}
 
 
+def test_a_release_installs_the_course_and_none_of_the_checks_tools(releases):
+    folder = built(1, releases)
+    tools = pinned_names(REPO / "requirements-dev.txt")
+    assert tools and tools.isdisjoint(pinned_names(folder / "requirements.txt"))
+    assert not (folder / "requirements-dev.txt").exists()
+
+
+def pinned_names(requirements: Path) -> set[str]:
+    lines = requirements.read_text(encoding="utf-8").splitlines()
+    return {line.split("==")[0] for line in lines if "==" in line and not line.startswith("#")}
+
+
 @pytest.mark.parametrize("through", THROUGH, ids=lambda through: f"{through:02d}")
 def test_a_release_imports_without_install_and_no_callable_in_it_passes_a_check_not_yet_due(releases, through):
     folder = built(through, releases)
@@ -122,7 +134,7 @@ def test_course_py_in_a_release_says_which_commands_are_the_instructors(releases
     # set_up would create an environment and install the course: the command must end before it.
     program = (
         "import sys, course\n"
-        "course.set_up = lambda: sys.exit('set_up was called')\n"
+        "course.set_up = lambda requirements: sys.exit('set_up was called')\n"
         f"sys.argv = ['course.py', {command!r}]\n"
         "sys.exit(course.main())"
     )

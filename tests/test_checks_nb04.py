@@ -42,12 +42,56 @@ def masked_attention_with_minus_infinity_and_nan_to_num(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def masked_attention_multiplying_by_the_mask(q, k, v, mask=None):
+    # after a finite fill there is no nan, so multiplying by the mask zeroes the forbidden weights
+    scores = q @ k.mT / q.shape[-1] ** 0.5
+    if mask is None:
+        return torch.softmax(scores, dim=-1) @ v, torch.softmax(scores, dim=-1)
+    weights = torch.softmax(scores.masked_fill(~mask, torch.finfo(scores.dtype).min), dim=-1) * mask
+    return weights @ v, weights
+
+
 def test_checks_accept_correct_answers_written_differently():
     nb04.check_padding_mask(padding_mask_by_loop)
     nb04.check_causal_mask(causal_mask_by_comparison)
     nb04.check_masked_attention(masked_attention_with_where)
     nb04.check_masked_attention(masked_attention_with_minus_infinity_and_nan_to_num)
+    nb04.check_masked_attention(masked_attention_multiplying_by_the_mask)
     nb04.check_decoder_mask(lambda lengths: padding_mask_by_loop(lengths) & causal_mask_by_comparison(max(lengths)))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_correct_answers_pass_with_every_seed(seed):
+    # the random cases include empty sentences, a batch of empty sentences and lengths all equal to max_len
+    nb04.check_padding_mask(padding_mask_by_loop, seed=seed)
+    nb04.check_decoder_mask(
+        lambda lengths: padding_mask_by_loop(lengths) & causal_mask_by_comparison(max(lengths)), seed=seed
+    )
+    nb04.check_masked_attention(masked_attention_with_where, seed=seed)
+
+
+def test_seeds_draw_different_cases():
+    calls = []
+
+    def recording(lengths, max_len=None):
+        calls.append((lengths.tolist(), max_len))
+        return padding_mask_by_loop(lengths, max_len)
+
+    nb04.check_padding_mask(recording, seed=0)
+    nb04.check_padding_mask(recording, seed=7)
+    half = len(calls) // 2
+    assert calls[:3] == calls[half : half + 3]  # the fixed cases
+    assert calls[3:half] != calls[half + 3 :]  # the random ones
+
+
+def test_decoder_mask_failure_shows_the_first_sentence_that_differs():
+    def wrong_in_sentence_1(lengths):
+        mask = padding_mask_by_loop(lengths) & causal_mask_by_comparison(max(lengths))
+        mask[1, -1, 0] = not mask[1, -1, 0]
+        return mask
+
+    with pytest.raises(CheckFailed, match="sentence 1 .* is the first that differs"):
+        nb04.check_decoder_mask(wrong_in_sentence_1)
 
 
 def test_the_mask_oracles_agree_with_closed_forms():

@@ -87,6 +87,16 @@ def attention_masking_after_the_softmax(q, k, v, mask=None):
     return weights @ v, weights
 
 
+@wrong_answer("masked_attention", message="lets masked scores dominate the normalisation")
+def masked_attention_renormalising_after_softmax(q, k, v, mask=None):
+    weights = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+        total = weights.sum(dim=-1, keepdim=True)  # what the visible keys kept
+        weights = weights / total.masked_fill(total == 0, 1.0)  # a row with nothing visible stays 0
+    return weights @ v, weights
+
+
 @wrong_answer("masked_attention", message="masked pairs get weight")
 def attention_forgetting_to_zero_empty_rows(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5

@@ -66,9 +66,10 @@ def _expect_boolean(mask, name: str, shape) -> torch.Tensor:
 
 @learner_facing
 def check_padding_mask(padding_mask: Callable, seed: int = 0) -> None:
-    """Check the mask of real positions for given lengths, with and without max_len, zero lengths included."""
-    cases = [(torch.tensor([3, 1, 4]), None), (torch.tensor([2, 0, 5, 1]), 6), (torch.tensor([0, 0]), 3)]
-    for lengths, max_len in cases:
+    """Check the mask of real positions for given lengths, with and without max_len, zero lengths included: fixed
+    cases, then random ones drawn from the seed."""
+    fixed = [(torch.tensor([3, 1, 4]), None), (torch.tensor([2, 0, 5, 1]), 6), (torch.tensor([0, 0]), 3)]
+    for lengths, max_len in [*fixed, *_random_padding_cases(seed)]:
         expected = real_positions(lengths, max_len=max_len)  # (batch, 1, max_len)
         args = (lengths,) if max_len is None else (lengths, max_len)
         call = (
@@ -81,17 +82,34 @@ def check_padding_mask(padding_mask: Callable, seed: int = 0) -> None:
                 "the mask broadcasts over every query's row of scores."
             )
         mask = _expect_boolean(mask, "padding_mask", expected.shape)
-        if torch.equal(mask, ~expected):
+        if expected.numel() and torch.equal(mask, ~expected):
             raise CheckFailed(
                 f"{call}: your mask is True at the padding. In this course True means a key may be attended "
                 "to: True at the real positions j < length."
             )
         one_more = real_positions(lengths + 1, max_len=expected.shape[-1] + 1)[..., : expected.shape[-1]]
-        if torch.equal(mask, one_more):
+        if not torch.equal(one_more, expected) and torch.equal(mask, one_more):
             raise CheckFailed(f"{call}: one position too many is True: positions 0 … length-1 are real (j < length).")
         if not torch.equal(mask, expected):
             raise CheckFailed(f"{call}: expected\n{expected.squeeze(1).int()}\ngot\n{mask.squeeze(1).int()}")
     passed("padding_mask", "True at the real positions, shape (batch, 1, max_len), zero lengths included")
+
+
+def _random_lengths(generator: torch.Generator) -> torch.Tensor:
+    """(batch,) lengths from 0 to 6 for a batch of 1 to 4 sentences; empty sentences are possible."""
+    batch = int(torch.randint(1, 5, (), generator=generator))
+    return torch.randint(0, 7, (batch,), generator=generator)
+
+
+def _random_padding_cases(seed: int) -> list[tuple[torch.Tensor, int | None]]:
+    """Three (lengths, max_len) cases drawn from the seed; max_len is None (the longest length) or up to 2 more."""
+    generator = torch.Generator().manual_seed(seed)
+    cases = []
+    for _ in range(3):
+        lengths = _random_lengths(generator)
+        extra = int(torch.randint(-1, 3, (), generator=generator))  # -1: no max_len given
+        cases.append((lengths, None if extra < 0 else int(lengths.max()) + extra))
+    return cases
 
 
 # Exercise 2 ---------------------------------------------------------------------------------------------
@@ -124,21 +142,24 @@ def check_causal_mask(causal_mask: Callable, seed: int = 0) -> None:
 
 @learner_facing
 def check_masked_attention(masked_attention: Callable, seed: int = 0) -> None:
-    """Check zero weight where masked, rows with no visible key, finite gradients, causality, and agreement
-    with PyTorch's attention."""
+    """Check zero weight where masked, a masked key whose score dwarfs the visible ones, rows with no visible key,
+    finite gradients, causality, and agreement with PyTorch's attention."""
     q = seeded_randn(2, 2, 5, 4, seed=seed)  # (batch, heads, n_q=5, d_k)
     k = seeded_randn(2, 2, 6, 4, seed=seed + 1)  # (batch, heads, n_k=6, d_k)
     v = seeded_randn(2, 2, 6, 3, seed=seed + 2)  # (batch, heads, n_k, d_v)
     mask = seeded_randn(2, 1, 5, 6, seed=seed + 3) > 0  # (batch, 1, n_q, n_k), broadcast over heads
     mask[..., 0] = True  # first: every query sees some key
     _check_against_pytorch(masked_attention, q, k, v, mask, "a random mask")
+    _check_large_masked_score(masked_attention, seed)
     mask[0, :, 1, :] = False  # query 1 of the first sequence sees nothing
     mask[1] = False  # the second sequence is empty, as for a sentence of length 0
     _check_against_pytorch(masked_attention, q, k, v, mask, "rows with no visible key")
     _check_gradients_stay_finite(masked_attention, q, k, v, mask)
     _check_unmasked(masked_attention, q, k, v)
     _check_causality(masked_attention, seed)
-    passed("masked_attention", "masked pairs get zero weight, empty rows give zeros, no nan anywhere, causal")
+    passed(
+        "masked_attention", "masked pairs get zero weight whatever their scores, empty rows give zeros, no nan, causal"
+    )
 
 
 def _check_against_pytorch(masked_attention: Callable, q, k, v, mask, what: str) -> None:
@@ -159,9 +180,43 @@ def _check_against_pytorch(masked_attention: Callable, q, k, v, mask, what: str)
     expect_close(outputs, expected_outputs, f"{call}: the outputs, compared with PyTorch's attention")
 
 
+def _check_large_masked_score(masked_attention: Callable, seed: int) -> None:
+    """A padded key holding large values scores 280 or more with every query, against visible scores of a few
+    units: the softmax of the unmasked scores gives the visible keys weights of exactly 0 in float32 (e^-104 is
+    below the smallest float32), so an answer that masks after the softmax has nothing left to renormalise."""
+    q = seeded_randn(2, 3, 4, seed=seed + 7)  # (batch, n_q, d_k)
+    q[..., 0] = 1 + q[..., 0].abs()  # every query points along the first axis, as the large key does
+    k = seeded_randn(2, 4, 4, seed=seed + 8)  # (batch, n_k, d_k)
+    k[:, -1] = torch.tensor([560.0, 0.0, 0.0, 0.0])  # the padded key: score 560 q0 / sqrt(4) >= 280
+    v = seeded_randn(2, 4, 3, seed=seed + 9)  # (batch, n_k, d_v)
+    mask = torch.tensor([True, True, True, False]).expand(2, 1, 4)  # (batch, 1, n_k): the last key is padding
+    call = "masked_attention(q, k, v, mask) where a masked key scores 280 or more and the visible keys a few units"
+    outputs, weights = expect_pair(call_learner(masked_attention, q, k, v, mask, call=call), call)
+    expect_tensor(weights, "the weights", (2, 3, 4), q.dtype)
+    expect_tensor(outputs, "the outputs", (2, 3, 3), q.dtype)
+    expected_outputs, expected_weights = pytorch_attention(q, k, v, mask=mask, scale=None)
+    on_visible = weights.masked_fill(~mask, 0.0).sum(dim=-1)  # (batch, n_q); nan stays nan
+    wrong_rows = ~torch.isclose(on_visible, torch.ones(()), atol=1e-4)
+    if wrong_rows.any():
+        b, i = (int(index) for index in wrong_rows.nonzero()[0])
+        raise CheckFailed(
+            f"{call}: query {i} of sequence {b} should get weights {_rounded(expected_weights[b, i])}, got "
+            f"{_rounded(weights[b, i])}. Masking after the softmax lets masked scores dominate the normalisation: "
+            "the masked key takes all the weight, the visible keys' weights underflow to 0, and renormalising "
+            "cannot bring them back. Mask the scores before the softmax."
+        )
+    expect_close(weights, expected_weights, f"{call}: the weights, compared with PyTorch's attention")
+    expect_close(outputs, expected_outputs, f"{call}: the outputs, compared with PyTorch's attention")
+
+
+def _rounded(row: torch.Tensor) -> list[float]:
+    return [round(value, 3) for value in row.tolist()]
+
+
 def _check_gradients_stay_finite(masked_attention: Callable, q, k, v, mask) -> None:
     q, k, v = (tensor.detach().clone().requires_grad_() for tensor in (q, k, v))
-    outputs, _ = masked_attention(q, k, v, mask)
+    call = "masked_attention(q, k, v, mask) on inputs that require gradients"
+    outputs, _ = expect_pair(call_learner(masked_attention, q, k, v, mask, call=call), call)
     outputs.sum().backward()
     for name, tensor in (("q", q), ("k", k), ("v", v)):
         if not torch.isfinite(tensor.grad).all():
@@ -203,27 +258,33 @@ def _check_causality(masked_attention: Callable, seed: int) -> None:
 
 @learner_facing
 def check_decoder_mask(decoder_mask: Callable, seed: int = 0) -> None:
-    """Check the combined padding and causal mask of a batch of target sentences."""
+    """Check the combined padding and causal mask of a batch of target sentences: fixed batches, then random ones
+    drawn from the seed."""
+    fixed = [torch.tensor([4, 2, 0]), torch.tensor([3, 3]), torch.tensor([1, 5])]
+    generator = torch.Generator().manual_seed(seed)
     with earlier_exercises_replaced(decoder_mask, "padding_mask", "causal_mask"):
-        for lengths in (torch.tensor([4, 2, 0]), torch.tensor([3, 3]), torch.tensor([1, 5])):
-            n = max(lengths.tolist())
-            padding, causal = real_positions(lengths, max_len=None), visible_to_causal_attention(n=n)
-            call = f"decoder_mask(torch.tensor({lengths.tolist()}))"
-            mask = call_learner(decoder_mask, lengths, call=call)
-            if isinstance(mask, torch.Tensor) and mask.shape == padding.shape and mask.dtype == torch.bool:
-                raise CheckFailed(
-                    f"{call} returned only the padding mask, {shape_of(mask)}; combine it with causal_mask(n)."
-                )
-            mask = _expect_boolean(mask, "decoder_mask", (len(lengths), n, n))
-            if torch.equal(mask, causal.expand_as(mask)) and not padding.all():
-                raise CheckFailed(
-                    f"{call}: the padded keys are visible; combine the causal mask with the padding mask."
-                )
-            if torch.equal(mask, padding | causal):
-                raise CheckFailed(f"{call}: a key must be real AND not in the future: combine with &, not |.")
-            expected = padding & causal  # (batch, n, n)
-            if not torch.equal(mask, expected):
-                raise CheckFailed(
-                    f"{call}: for the first sentence, expected\n{expected[0].int()}\ngot\n{mask[0].int()}"
-                )
+        for lengths in [*fixed, *(_random_lengths(generator) for _ in range(3))]:
+            _check_one_decoder_mask(decoder_mask, lengths)
     passed("decoder_mask", "each query sees the real keys up to itself")
+
+
+def _check_one_decoder_mask(decoder_mask: Callable, lengths: torch.Tensor) -> None:
+    n = max(lengths.tolist())
+    padding, causal = real_positions(lengths, max_len=None), visible_to_causal_attention(n=n)
+    expected = padding & causal  # (batch, n, n)
+    call = f"decoder_mask(torch.tensor({lengths.tolist()}))"
+    mask = call_learner(decoder_mask, lengths, call=call)
+    if n > 1 and isinstance(mask, torch.Tensor) and mask.shape == padding.shape and mask.dtype == torch.bool:
+        raise CheckFailed(f"{call} returned only the padding mask, {shape_of(mask)}; combine it with causal_mask(n).")
+    mask = _expect_boolean(mask, "decoder_mask", (len(lengths), n, n))
+    if torch.equal(mask, causal.expand_as(mask)) and not padding.all():
+        raise CheckFailed(f"{call}: the padded keys are visible; combine the causal mask with the padding mask.")
+    if not torch.equal(padding | causal, expected) and torch.equal(mask, padding | causal):
+        raise CheckFailed(f"{call}: a key must be real AND not in the future: combine with &, not |.")
+    differing = [b for b in range(len(lengths)) if not torch.equal(mask[b], expected[b])]
+    if differing:
+        b = differing[0]
+        raise CheckFailed(
+            f"{call}: sentence {b} (length {int(lengths[b])}) is the first that differs; for it, expected\n"
+            f"{expected[b].int()}\ngot\n{mask[b].int()}"
+        )

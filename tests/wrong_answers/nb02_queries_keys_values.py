@@ -122,6 +122,24 @@ def attention_returning_only_outputs(q, k, v, mask=None):
     return torch.softmax(scores, dim=-1) @ v
 
 
+@wrong_answer("scaled_dot_product_attention", message="gives the weights of q @ k.T")
+def attention_transposing_keys_with_dot_t(q, k, v, mask=None):
+    scores = q @ k.T / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="depends on the number of batch axes")
+def attention_for_one_batch_axis_only(q, k, v, mask=None):
+    scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
 @wrong_answer("scaled_dot_product_attention", message="not differentiable")
 def attention_through_numpy(q, k, v, mask=None):
     scores = torch.from_numpy((q @ k.transpose(-2, -1)).detach().numpy()) / math.sqrt(q.shape[-1])
@@ -134,7 +152,7 @@ def attention_through_numpy(q, k, v, mask=None):
 # Exercise 3: SingleHeadAttention -------------------------------------------------------------------------
 
 
-@wrong_answer("SingleHeadAttention", message="the keys came from x")
+@wrong_answer("SingleHeadAttention", message="the queries, keys and values all came from x: context was not used")
 class AttentionIgnoringContext(nn.Module):
     def __init__(self, d_model, d_k, d_v):
         super().__init__()
@@ -146,7 +164,7 @@ class AttentionIgnoringContext(nn.Module):
         return scaled_dot_product_attention(self.query(x), self.key(x), self.value(x), mask)
 
 
-@wrong_answer("SingleHeadAttention", message="The queries come from x")
+@wrong_answer("SingleHeadAttention", message="the queries came from context, the keys from x and the values from x")
 class AttentionWithQueriesFromContext(nn.Module):
     def __init__(self, d_model, d_k, d_v):
         super().__init__()
@@ -179,6 +197,45 @@ class AttentionWithValuesOfKeySize(nn.Module):
         self.query = nn.Linear(d_model, d_k, bias=False)
         self.key = nn.Linear(d_model, d_k, bias=False)
         self.value = nn.Linear(d_model, d_k, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        return scaled_dot_product_attention(self.query(x), self.key(context), self.value(context), mask)
+
+
+@wrong_answer("SingleHeadAttention", message="the queries came from x, the keys from x and the values from context")
+class AttentionWithKeysFromX(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        return scaled_dot_product_attention(self.query(x), self.key(x), self.value(context), mask)
+
+
+@wrong_answer("SingleHeadAttention", message="queries came from context, the keys from context and the values from x")
+class AttentionWithValuesFromX(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        source = x if context is None else context
+        return scaled_dot_product_attention(self.query(source), self.key(source), self.value(x), mask)
+
+
+@wrong_answer("SingleHeadAttention", message="your projections add a bias; the notebook's projections have none")
+class AttentionWithBiasedProjections(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k)
+        self.key = nn.Linear(d_model, d_k)
+        self.value = nn.Linear(d_model, d_v)
 
     def forward(self, x, context=None, mask=None):
         context = x if context is None else context

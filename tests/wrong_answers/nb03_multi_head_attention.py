@@ -137,7 +137,7 @@ class MultiHeadAttentionIgnoringTheMask(nn.Module):
         return self.output(merge_heads(outputs)), weights
 
 
-@wrong_answer("MultiHeadAttention", message="come from context")
+@wrong_answer("MultiHeadAttention", message="the queries, keys and values all came from x: context was not used")
 class MultiHeadAttentionIgnoringContext(nn.Module):
     def __init__(self, d_model, num_heads):
         super().__init__()
@@ -169,3 +169,79 @@ class MultiHeadAttentionWithOneProjectionPerHeadSize(nn.Module):
         context = x if context is None else context
         outputs, weights = attention(self.query(x), self.key(context), self.value(context), mask)
         return self.output(outputs), weights
+
+
+@wrong_answer("MultiHeadAttention", message="the queries came from context, the keys from x and the values from x")
+class MultiHeadAttentionWithQueriesFromContext(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.query = nn.Linear(d_model, d_model)
+        self.key = nn.Linear(d_model, d_model)
+        self.value = nn.Linear(d_model, d_model)
+        self.output = nn.Linear(d_model, d_model)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        q = split_heads(self.query(context), self.num_heads)
+        k = split_heads(self.key(x), self.num_heads)
+        v = split_heads(self.value(x), self.num_heads)
+        outputs, weights = attention(q, k, v, None if mask is None else mask.unsqueeze(-3))
+        return self.output(merge_heads(outputs)), weights
+
+
+@wrong_answer("MultiHeadAttention", message="the queries came from x, the keys from context and the values from x")
+class MultiHeadAttentionWithValuesFromX(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.query = nn.Linear(d_model, d_model)
+        self.key = nn.Linear(d_model, d_model)
+        self.value = nn.Linear(d_model, d_model)
+        self.output = nn.Linear(d_model, d_model)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        q = split_heads(self.query(x), self.num_heads)
+        k = split_heads(self.key(context), self.num_heads)
+        v = split_heads(self.value(x), self.num_heads)
+        outputs, weights = attention(q, k, v, None if mask is None else mask.unsqueeze(-3))
+        return self.output(merge_heads(outputs)), weights
+
+
+@wrong_answer("MultiHeadAttention", message="without an axis for the heads")
+class MultiHeadAttentionWithoutAHeadsAxisInTheMask(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.query = nn.Linear(d_model, d_model)
+        self.key = nn.Linear(d_model, d_model)
+        self.value = nn.Linear(d_model, d_model)
+        self.output = nn.Linear(d_model, d_model)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        q = split_heads(self.query(x), self.num_heads)
+        k = split_heads(self.key(context), self.num_heads)
+        v = split_heads(self.value(context), self.num_heads)
+        outputs, weights = attention(q, k, v, mask)
+        return self.output(merge_heads(outputs)), weights
+
+
+@wrong_answer("MultiHeadAttention", message="lands between n_q and n_k")
+class MultiHeadAttentionWithTheHeadsAxisCountedFromTheFront(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.query = nn.Linear(d_model, d_model)
+        self.key = nn.Linear(d_model, d_model)
+        self.value = nn.Linear(d_model, d_model)
+        self.output = nn.Linear(d_model, d_model)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        q = split_heads(self.query(x), self.num_heads)
+        k = split_heads(self.key(context), self.num_heads)
+        v = split_heads(self.value(context), self.num_heads)
+        outputs, weights = attention(q, k, v, None if mask is None else mask[:, None])
+        return self.output(merge_heads(outputs)), weights

@@ -117,8 +117,9 @@ def expect_masked_weights(weights: torch.Tensor, mask: torch.Tensor, call: str) 
     if (finite[blocked] != 0).any():
         if (finite[~blocked] == 0).all():
             raise CheckFailed(
-                f"{call}: only the blocked pairs get weight: your mask is inverted. Here, as in PyTorch, True "
-                "means the query may attend to the key; fill the scores where the mask is False."
+                f"{call}: only the blocked pairs get weight: your mask is inverted. Here, as in "
+                "F.scaled_dot_product_attention, True means the query may attend to the key (nn.MultiheadAttention "
+                "uses the opposite); fill the scores where the mask is False."
             )
         raise CheckFailed(
             f"{call}: masked pairs get weight {finite[blocked].abs().max().item():.3g}; they must get exactly 0. "

@@ -1,17 +1,21 @@
 """Checks for notebook 02, queries, keys and values: scaled dot-product attention.
 
 Oracles: ``torch.distributions.Categorical(...).entropy()``; ``F.scaled_dot_product_attention`` (through
-``pytorch_attention``); ``torch.autograd.gradcheck``; closed-form values.
+``pytorch_attention``), for the module with the learner's W_Q, W_K, W_V applied by ``F.linear`` (no bias);
+``torch.autograd.gradcheck``; closed-form values.
 """
 
+import itertools
 import math
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from . import (
     CheckFailed,
+    NotImplementedYet,
     built_with_seed,
     call_learner,
     earlier_exercises_replaced,
@@ -107,7 +111,14 @@ def _check_attention_on(sdpa: Callable, q, k, v, mask) -> None:
         f"k {shape_of(k)}, v {shape_of(v)}{with_mask}"
     )
     args = (q, k, v) if mask is None else (q, k, v, mask)
-    outputs, weights = expect_pair(call_learner(sdpa, *args, call=call), call)
+    try:
+        result = call_learner(sdpa, *args, call=call)
+    except NotImplementedYet:
+        raise
+    except CheckFailed as failure:
+        _diagnose_batch_axes(sdpa, q, k, v, mask, str(failure))
+        raise
+    outputs, weights = expect_pair(result, call)
     expect_tensor(weights, "the weights of scaled_dot_product_attention", (*q.shape[:-1], n_k), q.dtype)
     expect_tensor(outputs, "the outputs of scaled_dot_product_attention", (*q.shape[:-1], v.shape[-1]), q.dtype)
 
@@ -126,6 +137,8 @@ def _check_attention_on(sdpa: Callable, q, k, v, mask) -> None:
         raise CheckFailed(f"{call}: the rows of your weights do not sum to 1 over the keys.")
     _diagnose_scale(q, k, v, mask, weights, call)
     expected_outputs, expected_weights = pytorch_attention(q, k, v, mask=mask, scale=None)
+    if not torch.allclose(weights, expected_weights, atol=1e-5):
+        _diagnose_batch_axes(sdpa, q, k, v, mask, f"{call}: the weights differ from PyTorch's.")
     expect_close(weights, expected_weights, f"{call}: the weights, compared with PyTorch's")
     expect_close(outputs, expected_outputs, f"{call}: the outputs (weights @ v), compared with PyTorch's")
 
@@ -141,6 +154,57 @@ def _diagnose_scale(q, k, v, mask, weights: torch.Tensor, call: str) -> None:
     for scale, mistake in wrong_scales.items():
         if torch.allclose(weights, pytorch_attention(q, k, v, mask=mask, scale=scale)[1], atol=1e-5):
             raise CheckFailed(f"{call}: {mistake}.")
+
+
+def _diagnose_batch_axes(sdpa: Callable, q, k, v, mask, failure: str) -> None:
+    """Name the mistakes that make attention right for one sequence and wrong for a batch: k.T, which on a
+    tensor of more than two axes reverses them all, and axes counted from the front."""
+    _diagnose_transpose_of_all_axes(sdpa, failure)
+    while q.dim() > 2:  # the same inputs with fewer batch axes
+        q, k, v = q[0], k[0], v[0]
+        mask = mask[0] if mask is not None and mask.dim() > q.dim() else mask
+        call = f"scaled_dot_product_attention(q, k, v) with q {shape_of(q)}, k {shape_of(k)}, v {shape_of(v)}"
+        args = (q, k, v) if mask is None else (q, k, v, mask)
+        try:
+            outputs, weights = expect_pair(call_learner(sdpa, *args, call=call), call)
+        except CheckFailed:
+            continue
+        expected_outputs, expected_weights = pytorch_attention(q, k, v, mask=mask, scale=None)
+        if _same(weights, expected_weights) and _same(outputs, expected_outputs):
+            raise CheckFailed(
+                f"{failure}\nYet it is right for q {shape_of(q)}: your attention depends on the number of batch "
+                "axes. Count the axes from the end, k.transpose(-2, -1) and softmax(dim=-1), so that any batch "
+                "shape works."
+            )
+
+
+def _diagnose_transpose_of_all_axes(sdpa: Callable, failure: str) -> None:
+    # With batch = n_k = d_k = 3, q @ k.T runs without error on a batch, so its result shows whether k.T was used.
+    q = seeded_randn(3, 2, 3, seed=11)  # (batch=3, n_q=2, d_k=3)
+    k = seeded_randn(3, 3, 3, seed=12)  # (batch=3, n_k=3, d_k=3)
+    v = seeded_randn(3, 3, 2, seed=13)  # (batch=3, n_k=3, d_v=2)
+    call = "scaled_dot_product_attention(q, k, v) with q (3, 2, 3), k (3, 3, 3), v (3, 3, 2)"
+    try:
+        outputs, weights = expect_pair(call_learner(sdpa, q, k, v, call=call), call)
+    except CheckFailed:
+        return
+    k_reversed = k.permute(2, 1, 0).mT  # q @ k.T is q @ k_reversed.mT
+    if _same(weights, pytorch_attention(q, k_reversed, v, mask=None, scale=None)[1]):
+        raise CheckFailed(
+            f"{failure}\nThe cause: {call} gives the weights of q @ k.T. On a tensor of more than two axes .T "
+            "reverses all the axes, batch axes included, not just the last two: (batch, n_k, d_k) becomes "
+            "(d_k, n_k, batch). Use k.transpose(-2, -1) or k.mT, which swap only the last two axes."
+        )
+
+
+def _same(actual, expected: torch.Tensor) -> bool:
+    """Whether a learner's result is a tensor of the expected shape and values (to float32 precision)."""
+    return (
+        isinstance(actual, torch.Tensor)
+        and actual.shape == expected.shape
+        and actual.dtype == expected.dtype
+        and torch.allclose(actual, expected, atol=1e-5)
+    )
 
 
 def _check_gradients(sdpa: Callable, seed: int) -> None:
@@ -164,20 +228,20 @@ def _check_gradients(sdpa: Callable, seed: int) -> None:
 
 @learner_facing
 def check_single_head_attention(SingleHeadAttention: type, seed: int = 0) -> None:  # noqa: N803 (a class)
-    """Check the projections, self-attention, cross-attention and masking of the module."""
+    """Check the projections (without bias), self-attention, cross-attention and masking of the module."""
     with earlier_exercises_replaced(SingleHeadAttention.forward, "scaled_dot_product_attention"):
         call = "SingleHeadAttention(d_model=6, d_k=4, d_v=5)"
         module = built_with_seed(SingleHeadAttention, 6, 4, 5, seed=seed, call=call)
         _check_projections(module)
         x = seeded_randn(2, 3, 6, seed=seed)  # (batch, n_q=3, d_model)
         context = seeded_randn(2, 7, 6, seed=seed + 1)  # (batch, n_k=7, d_model)
-        _check_module_on(module, x, None, None, "module(x)")
-        _check_module_on(module, x, context, None, "module(x, context)")
+        _check_module_on(module, x, None, None, "module(x)", seed)
+        _check_module_on(module, x, context, None, "module(x, context)", seed)
         mask = seeded_randn(3, 7, seed=seed + 2) > 0  # (n_q, n_k)
         mask[:, 0] = True
-        _check_module_on(module, x, context, mask, "module(x, context, mask)")
+        _check_module_on(module, x, context, mask, "module(x, context, mask)", seed)
         _check_gradients_reach_projections(module, x, context)
-    passed("SingleHeadAttention", "its own W_Q, W_K, W_V; self- and cross-attention; masks")
+    passed("SingleHeadAttention", "its own W_Q, W_K, W_V without bias; self- and cross-attention; masks")
 
 
 def _check_projections(module: nn.Module) -> None:
@@ -196,34 +260,85 @@ def _check_projections(module: nn.Module) -> None:
             )
 
 
-def _check_module_on(module: nn.Module, x, context, mask, call: str) -> None:
+def _check_module_on(module: nn.Module, x, context, mask, call: str, seed: int) -> None:
     keys_from = x if context is None else context
     kwargs = {} if context is None else {"context": context}
     if mask is not None:
         kwargs["mask"] = mask
     call = f"{call} with x {shape_of(x)}" + ("" if context is None else f" and context {shape_of(context)}")
-    outputs, weights = expect_pair(call_learner(module, x, call=call, **kwargs), call)
-    n_q, n_k = x.shape[-2], keys_from.shape[-2]
-    if context is not None and isinstance(weights, torch.Tensor) and weights.shape[-2:] == (n_q, n_q):
-        raise CheckFailed(
-            f"{call}: the weights have shape {shape_of(weights)}, so the keys came from x. In cross-attention "
-            "the queries come from x and the keys and values from context."
-        )
-    if isinstance(outputs, torch.Tensor) and outputs.shape[-2] == n_k != n_q:
-        raise CheckFailed(
-            f"{call}: the outputs have {n_k} rows, one per position of context. The queries come from x, "
-            "the sequence being updated, so there is one output per position of x."
-        )
-    with torch.no_grad():
-        q, k, v = module.query(x), module.key(keys_from), module.value(keys_from)
-        keys_by_query = module.query(keys_from)
-        if torch.allclose(weights, pytorch_attention(q, keys_by_query, v, mask=mask, scale=None)[1], atol=1e-5):
-            raise CheckFailed(f"{call}: the keys were made with self.query; use their own projection self.key.")
+    try:
+        result = call_learner(module, x, call=call, **kwargs)
+    except NotImplementedYet:
+        raise
+    except CheckFailed:
+        if context is not None:
+            _diagnose_sources(module, x, call, seed)
+        raise
+    outputs, weights = expect_pair(result, call)
+    with torch.no_grad():  # the projections as the notebook defines them: x W, no bias
+        q = F.linear(x, module.query.weight)  # (batch, n_q, d_k)
+        k = F.linear(keys_from, module.key.weight)  # (batch, n_k, d_k)
+        v = F.linear(keys_from, module.value.weight)  # (batch, n_k, d_v)
         expected_outputs, expected_weights = pytorch_attention(q, k, v, mask=mask, scale=None)
+    if not (_same(weights, expected_weights) and _same(outputs, expected_outputs)):
+        if context is not None:
+            _diagnose_sources(module, x, call, seed)
+        _diagnose_projections(module, x, keys_from, mask, outputs, weights, call)
     expect_tensor(weights, "the weights", expected_weights.shape, x.dtype)
     expect_tensor(outputs, "the outputs", expected_outputs.shape, x.dtype)
     expect_close(weights, expected_weights, f"{call}: the weights")
     expect_close(outputs, expected_outputs, f"{call}: the outputs")
+
+
+def _diagnose_projections(module: nn.Module, x, keys_from, mask, outputs, weights, call: str) -> None:
+    with torch.no_grad():
+        with_bias = pytorch_attention(
+            module.query(x), module.key(keys_from), module.value(keys_from), mask=mask, scale=None
+        )
+        keys_by_query = pytorch_attention(
+            module.query(x), module.query(keys_from), module.value(keys_from), mask=mask, scale=None
+        )
+    if _same(weights, with_bias[1]) and _same(outputs, with_bias[0]):
+        raise CheckFailed(
+            f"{call}: your projections add a bias; the notebook's projections have none: Q = X W_Q, K = C W_K, "
+            "V = C W_V, with nothing added. Create them with nn.Linear(d_model, d_k, bias=False) and so on."
+        )
+    if _same(weights, keys_by_query[1]):
+        raise CheckFailed(f"{call}: the keys were made with self.query; use their own projection self.key.")
+
+
+def _diagnose_sources(module: nn.Module, x, call: str, seed: int) -> None:
+    """Name the sequence each of queries, keys and values came from, when that is what went wrong: with a
+    context as long as x, every mix-up of the two runs, and its result shows which one it is."""
+    context = seeded_randn(*x.shape, seed=seed + 3)  # (batch, n_k = n_q, d_model)
+    probe = f"module(x, context) with x and context of the same shape {shape_of(x)}"
+    try:
+        outputs, weights = expect_pair(call_learner(module, x, context=context, call=probe), probe)
+    except CheckFailed:
+        return
+    sequences = {"x": x, "context": context}
+    for sources in itertools.product(sequences, repeat=3):
+        if sources == ("x", "context", "context"):
+            continue
+        with torch.no_grad():
+            q_from, k_from, v_from = (sequences[source] for source in sources)
+            q, k, v = module.query(q_from), module.key(k_from), module.value(v_from)
+            expected_outputs, expected_weights = pytorch_attention(q, k, v, mask=None, scale=None)
+        if _same(weights, expected_weights) and _same(outputs, expected_outputs):
+            raise CheckFailed(f"{call}: {mixed_up_sources(*sources)}")
+
+
+def mixed_up_sources(queries: str, keys: str, values: str) -> str:
+    """What went wrong when the queries, keys and values of cross-attention came from these sequences ("x" or
+    "context"); notebook 03's check says it the same way."""
+    if (queries, keys, values) == ("x", "x", "x"):
+        found = "the queries, keys and values all came from x: context was not used."
+    else:
+        found = f"the queries came from {queries}, the keys from {keys} and the values from {values}."
+    return (
+        f"{found} In cross-attention the queries come from x, the sequence being updated (one output per position "
+        "of x), and the keys and values both come from context (one key and one value per position of context)."
+    )
 
 
 def _check_gradients_reach_projections(module: nn.Module, x, context) -> None:

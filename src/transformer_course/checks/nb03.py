@@ -4,6 +4,7 @@ Oracles: heads cut out by slicing the features (the "h separate heads" view), an
 with the learner's weights copied in, with and without masks.
 """
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -12,6 +13,7 @@ from torch import nn
 
 from . import (
     CheckFailed,
+    NotImplementedYet,
     built_with_seed,
     call_learner,
     earlier_exercises_replaced,
@@ -23,17 +25,37 @@ from . import (
     seeded_randn,
     shape_of,
 )
+from .nb02 import mixed_up_sources
 
 # Exercise 1 ---------------------------------------------------------------------------------------------
 
 
+def _shapes(seed: int) -> list[tuple[tuple[int, ...], int, int, int]]:
+    """(batch shape, seq, heads, d_head) for four cases drawn with the seed: no batch axis, one, two, and one
+    more with a single batch axis. seq, heads and d_head are at least 2, so that mixing any two of them up shows."""
+    generator = torch.Generator().manual_seed(seed)
+
+    def size(low: int, high: int) -> int:
+        return int(torch.randint(low, high + 1, (), generator=generator))
+
+    return [
+        (tuple(size(1, 3) for _ in range(batch_axes)), size(2, 5), size(2, 4), size(2, 3))
+        for batch_axes in (1, 0, 2, 1)
+    ]
+
+
+def _numbered(shape: tuple[int, ...], seed: int) -> torch.Tensor:
+    """A tensor of the distinct numbers 0, 1, ... in an order drawn with the seed: where each number lands
+    shows where it was taken from."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randperm(math.prod(shape), generator=generator).to(torch.float32).reshape(shape)
+
+
 @learner_facing
 def check_split_heads(split_heads: Callable, seed: int = 0) -> None:
-    """Check the split on numbered features, for several head counts and batch shapes."""
-    for shape, num_heads in [((2, 3, 8), 2), ((2, 3, 8), 4), ((4, 6), 3), ((2, 2, 5, 12), 4)]:
-        x = torch.arange(math.prod(shape), dtype=torch.float32).reshape(shape)  # every entry tells where it is
-        *batch, seq, d_model = shape
-        d_head = d_model // num_heads
+    """Check the split on numbered features, for head counts, lengths and batch shapes drawn with the seed."""
+    for case, (batch, seq, num_heads, d_head) in enumerate(_shapes(seed)):
+        x = _numbered((*batch, seq, num_heads * d_head), seed=seed + case)  # (..., seq, d_model)
         call = f"split_heads(x, num_heads={num_heads}) with x of shape {shape_of(x)}"
         heads = call_learner(split_heads, x, num_heads, call=call)
         expect_tensor(heads, "split_heads", (*batch, num_heads, seq, d_head), x.dtype)
@@ -58,10 +80,9 @@ def check_split_heads(split_heads: Callable, seed: int = 0) -> None:
 
 @learner_facing
 def check_merge_heads(merge_heads: Callable, seed: int = 0) -> None:
-    """Check the merge on numbered features; it must undo the split."""
-    for shape in [(2, 2, 3, 4), (2, 4, 3, 2), (3, 5, 2), (2, 2, 4, 5, 3)]:
-        heads = torch.arange(math.prod(shape), dtype=torch.float32).reshape(shape)
-        *batch, num_heads, seq, d_head = shape
+    """Check the merge on numbered features, for shapes drawn with the seed; it must undo the split."""
+    for case, (batch, seq, num_heads, d_head) in enumerate(_shapes(seed)):
+        heads = _numbered((*batch, num_heads, seq, d_head), seed=seed + case)  # (..., heads, seq, d_head)
         call = f"merge_heads(x) with x of shape {shape_of(heads)} ({num_heads} heads)"
         merged = call_learner(merge_heads, heads, call=call)
         expect_tensor(merged, "merge_heads", (*batch, seq, num_heads * d_head), heads.dtype)
@@ -107,23 +128,32 @@ def _twin_results(twin, x, context, torch_masks: dict):
 @learner_facing
 def check_multi_head_attention(MultiHeadAttention: type, seed: int = 0) -> None:  # noqa: N803 (a class)
     """Check the module against nn.MultiheadAttention with copied weights: self- and cross-attention, an
-    attention mask and a key padding mask, and two head counts."""
+    attention mask and a padding mask that differs per sentence, and two head counts."""
     with earlier_exercises_replaced(MultiHeadAttention.forward, "split_heads", "merge_heads"):
         for num_heads in (2, 4):
             module = _build(MultiHeadAttention, 8, num_heads, seed)
             twin = torch_twin(module, num_heads)
-            x = seeded_randn(2, 5, 8, seed=seed)  # (batch, n_q=5, d_model=8)
-            context = seeded_randn(2, 6, 8, seed=seed + 1)  # (batch, n_k=6, d_model)
-            _compare(module, twin, x, None, None, {}, "module(x)")
-            _compare(module, twin, x, context, None, {}, "module(x, context)")
+            # A batch of 3, unlike either head count: a mask's batch axis cannot pass for the heads axis.
+            x = seeded_randn(3, 5, 8, seed=seed)  # (batch=3, n_q=5, d_model=8)
+            context = seeded_randn(3, 6, 8, seed=seed + 1)  # (batch, n_k=6, d_model)
+            _compare(module, twin, x, None, None, {}, "module(x)", seed)
+            _compare(module, twin, x, context, None, {}, "module(x, context)", seed)
             hidden = torch.ones(5, 6, dtype=torch.bool).triu(diagonal=2)  # (n_q, n_k): pairs not to attend
-            _compare(module, twin, x, context, ~hidden, {"attn_mask": hidden}, "module(x, context, mask)")
-            padding = torch.zeros(2, 6, dtype=torch.bool)  # (batch, n_k): True marks padding
-            padding[1, -2:] = True
+            _compare(module, twin, x, context, ~hidden, {"attn_mask": hidden}, "module(x, context, mask)", seed)
+            padding = _padding(batch=3, n_k=6, seed=seed)  # (batch, n_k): True marks padding
             allowed = ~padding[:, None, :]  # (batch, 1, n_k): the course's convention, True = may attend
             twin_masks = {"key_padding_mask": padding}
-            _compare(module, twin, x, context, allowed, twin_masks, "module(x, context, mask) with a padding mask")
+            what = "module(x, context, mask) with a padding mask"
+            _compare(module, twin, x, context, allowed, twin_masks, what, seed)
     passed("MultiHeadAttention", "equals nn.MultiheadAttention with the same weights, with and without masks")
+
+
+def _padding(batch: int, n_k: int, seed: int) -> torch.Tensor:
+    """(batch, n_k), True at the padding: 0, 1, 2, ... padded positions, one count per sentence in an order drawn
+    with the seed, so that every sentence has a mask of its own."""
+    generator = torch.Generator().manual_seed(seed)
+    lengths = n_k - torch.randperm(batch, generator=generator)  # (batch,)
+    return torch.arange(n_k) >= lengths[:, None]  # (batch, n_k)
 
 
 def _build(MultiHeadAttention: type, d_model: int, num_heads: int, seed: int) -> nn.Module:  # noqa: N803
@@ -143,7 +173,7 @@ def _build(MultiHeadAttention: type, d_model: int, num_heads: int, seed: int) ->
     return module
 
 
-def _compare(module, twin, x, context, allowed, torch_masks: dict, what: str) -> None:
+def _compare(module, twin, x, context, allowed, torch_masks: dict, what: str, seed: int) -> None:
     num_heads = twin.num_heads
     keys_from = x if context is None else context
     kwargs = {} if context is None else {"context": context}
@@ -152,23 +182,27 @@ def _compare(module, twin, x, context, allowed, torch_masks: dict, what: str) ->
     call = f"{what} with {num_heads} heads, x {shape_of(x)}" + (
         "" if context is None else f", context {shape_of(context)}"
     )
-    with torch.no_grad():
-        outputs, weights = expect_pair(call_learner(module, x, call=call, **kwargs), call)
+    try:
+        with torch.no_grad():
+            result = call_learner(module, x, call=call, **kwargs)
+    except NotImplementedYet:
+        raise
+    except CheckFailed:
+        _diagnose_inputs(module, twin, x, context, allowed, torch_masks, call, seed)
+        raise
+    outputs, weights = expect_pair(result, call)
     batch, n_q, n_k = x.shape[0], x.shape[-2], keys_from.shape[-2]
     if isinstance(weights, torch.Tensor) and weights.shape == (batch, n_q, n_k):
         raise CheckFailed(
             f"{call}: the weights have shape {shape_of(weights)}; return every head's weights, "
             f"(batch, heads, n_q, n_k) = {(batch, num_heads, n_q, n_k)}. Average them only to draw them."
         )
-    if context is not None and isinstance(weights, torch.Tensor) and weights.shape[-1] == n_q != n_k:
-        raise CheckFailed(
-            f"{call}: the weights cover {n_q} keys, the positions of x; in cross-attention the keys and values "
-            "come from context."
-        )
+    expected_outputs, expected_weights = _twin_results(twin, x, keys_from, torch_masks)
+    if not (_same(weights, expected_weights) and _same(outputs, expected_outputs)):
+        _diagnose_inputs(module, twin, x, context, allowed, torch_masks, call, seed)
     expect_tensor(weights, "the weights", (batch, num_heads, n_q, n_k), x.dtype)
     expect_tensor(outputs, "the outputs", x.shape, x.dtype)
 
-    expected_outputs, expected_weights = _twin_results(twin, x, keys_from, torch_masks)
     if not torch.allclose(weights, expected_weights, atol=1e-5):
         _diagnose_weights(module, twin, x, keys_from, torch_masks, weights, call)
     expect_close(weights, expected_weights, f"{call}: the weights of every head, compared with nn.MultiheadAttention")
@@ -181,6 +215,77 @@ def _compare(module, twin, x, context, allowed, torch_masks: dict, what: str) ->
         if torch.allclose(outputs, _twin_results(without_output, x, keys_from, torch_masks)[0], atol=1e-5):
             raise CheckFailed(f"{call}: the outputs lack W_O: apply self.output to the merged heads.")
     expect_close(outputs, expected_outputs, f"{call}: the outputs, compared with nn.MultiheadAttention")
+
+
+def _same(actual, expected: torch.Tensor) -> bool:
+    """Whether a learner's result is a tensor of the expected shape and values (to float32 precision)."""
+    return (
+        isinstance(actual, torch.Tensor)
+        and actual.shape == expected.shape
+        and actual.dtype == expected.dtype
+        and torch.allclose(actual, expected, atol=1e-5)
+    )
+
+
+def _diagnose_inputs(module, twin, x, context, allowed, torch_masks: dict, call: str, seed: int) -> None:
+    """Name a mix-up of x and context, or a mask that reached attention with its axes in the wrong places."""
+    if context is not None:
+        _diagnose_sources(module, twin, x, call, seed)
+    if allowed is not None:
+        _diagnose_mask_axes(module, twin, x, context, allowed, torch_masks, call)
+
+
+def _diagnose_sources(module, twin, x, call: str, seed: int) -> None:
+    # With a context as long as x, every mix-up of the two runs, and its result shows which one it is.
+    context = seeded_randn(*x.shape, seed=seed + 7)  # (batch, n_k = n_q, d_model)
+    probe = f"module(x, context) with x and context of the same shape {shape_of(x)}"
+    try:
+        with torch.no_grad():
+            outputs, weights = expect_pair(call_learner(module, x, context=context, call=probe), probe)
+    except CheckFailed:
+        return
+    sequences = {"x": x, "context": context}
+    for sources in itertools.product(sequences, repeat=3):
+        if sources == ("x", "context", "context"):
+            continue
+        with torch.no_grad():  # nn.MultiheadAttention takes queries, keys and values from three arguments
+            expected_outputs, expected_weights = twin(
+                *(sequences[source] for source in sources), average_attn_weights=False
+            )
+        if _same(weights, expected_weights) and _same(outputs, expected_outputs):
+            raise CheckFailed(f"{call}: {mixed_up_sources(*sources)}")
+
+
+def _diagnose_mask_axes(module, twin, x, context, allowed, torch_masks: dict, call: str) -> None:
+    """Call the module again with the mask given the axes it lacked; if that is right, say which axis it was."""
+    if allowed.dim() == 3:  # (batch, n_q or 1, n_k): without a heads axis, its batch axis meets the scores' heads
+        given, mistake = (
+            allowed.unsqueeze(-3),  # (batch, 1, n_q or 1, n_k)
+            f"your mask of shape {shape_of(allowed)} reached attention without an axis for the heads, so its "
+            "batch axis was lined up with the heads axis of the scores (batch, heads, n_q, n_k): PyTorch "
+            "broadcasts from the last axis. Insert the heads axis, mask.unsqueeze(-3), so that each sentence's "
+            "mask applies to all its heads.",
+        )
+    elif allowed.dim() == 2:  # (n_q, n_k): an axis inserted at the front lands between n_q and n_k
+        given, mistake = (
+            allowed.unsqueeze(0),  # (1, n_q, n_k)
+            f"your mask of shape {shape_of(allowed)} got its heads axis in the wrong place: an axis inserted by "
+            "counting from the front, such as mask[:, None], lands between n_q and n_k when the mask has no batch "
+            "axis. Count from the end, mask.unsqueeze(-3), which works for a mask of any batch shape.",
+        )
+    else:
+        return
+    keys_from = x if context is None else context
+    probe = f"module(x, context, mask) with a mask of shape {shape_of(given)}"
+    try:
+        with torch.no_grad():
+            result = call_learner(module, x, context=keys_from, mask=given, call=probe)
+        outputs, weights = expect_pair(result, probe)
+    except CheckFailed:
+        return
+    expected_outputs, expected_weights = _twin_results(twin, x, keys_from, torch_masks)
+    if _same(weights, expected_weights) and _same(outputs, expected_outputs):
+        raise CheckFailed(f"{call}: {mistake}")
 
 
 def _diagnose_weights(module, twin, x, keys_from, torch_masks: dict, weights, call: str) -> None:

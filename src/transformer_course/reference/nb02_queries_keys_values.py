@@ -22,8 +22,9 @@ def attention(
 
     q: (..., n_q, d_k), k: (..., n_k, d_k), v: (..., n_k, d_v); mask: boolean, broadcastable to
     (..., n_q, n_k), True where a query may attend to a key. scale defaults to 1/sqrt(d_k).
-    Returns outputs (..., n_q, d_v) and weights (..., n_q, n_k). Every query must see at least one key: what a
-    query with none should get is notebook 04's exercise (masked attention), so this refuses it.
+    Returns outputs (..., n_q, d_v) and weights (..., n_q, n_k). Every key needs its value, so this refuses k and
+    v of different lengths (``pytorch_attention`` does). Every query must see at least one key: what a query with
+    none should get is notebook 04's exercise (masked attention), so this refuses it.
     """
     if mask is not None and not mask.any(dim=-1).all():
         raise ValueError(

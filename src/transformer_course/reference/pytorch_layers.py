@@ -28,6 +28,12 @@ def pytorch_attention(
 
     mask and scale are keyword-only and required, so that it fits no exercise's call: it is not an answer to import.
     """
+    if k.shape[-2] != v.shape[-2]:
+        # PyTorch's own kernel for 4-D inputs may accept this and return numbers: refuse it here instead.
+        raise ValueError(
+            f"attention: {k.shape[-2]} keys but {v.shape[-2]} values (k {tuple(k.shape)}, v {tuple(v.shape)}). "
+            "Every key needs its value: take k and v from the same sequence."
+        )
     n_k = k.shape[-2]
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
     identity = torch.eye(n_k, dtype=q.dtype).expand(*batch, n_k, n_k)  # (..., n_k, n_k)

@@ -1,4 +1,5 @@
-"""The checks of notebook 06 accept correct answers written in different ways and explain stubs.
+"""The checks of notebook 06 accept correct answers written in different ways, vary with their seed, and explain
+stubs.
 
 (Kept wrong answers are rejected: tests/test_wrong_answers.py.)
 """
@@ -8,9 +9,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tests.check_probes import hidden_seeds, what_the_learner_gets
 from tests.stubs import StubModule
 from transformer_course import reference
 from transformer_course.checks import CheckFailed, nb06
+
+ASSIGNMENT = "06_transformer_block"
 
 
 class LayerNormWithTorchFunctional(nn.Module):
@@ -46,3 +50,41 @@ def test_checks_accept_correct_answers_written_differently():
 def test_a_stub_is_reported_as_not_implemented_yet(check):
     with pytest.raises(CheckFailed, match="is not implemented yet"):
         check(StubModule)
+
+
+class EncoderLayerWithSublayersInALoop(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.pre_ln = norm_first
+        self.norm1, self.norm2 = reference.LayerNorm(d_model), reference.LayerNorm(d_model)
+        self.self_attention = reference.MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = reference.FeedForward(d_model, d_ff)
+
+    def forward(self, x, mask=None):
+        sublayers = [(self.norm1, lambda h: self.self_attention(h, mask=mask)[0]), (self.norm2, self.feed_forward)]
+        for norm, sublayer in sublayers:
+            x = x + sublayer(norm(x)) if self.pre_ln else norm(x + sublayer(x))
+        return x
+
+
+def test_an_encoder_layer_written_as_a_loop_over_its_sublayers_passes():
+    nb06.check_encoder_layer(EncoderLayerWithSublayersInALoop)
+
+
+@pytest.mark.parametrize(
+    ("check", "correct"),
+    [
+        (nb06.check_layer_norm, reference.LayerNorm),
+        (nb06.check_feed_forward, reference.FeedForward),
+        (nb06.check_encoder_layer, reference.EncoderLayer),
+        (nb06.check_encoder, reference.Encoder),
+    ],
+)
+def test_every_hidden_test_gives_other_weights_and_inputs_than_the_visible_one(check, correct):
+    seeds = hidden_seeds(ASSIGNMENT, check.__name__)
+    assert seeds, f"the notebook has no hidden test of {check.__name__}"
+    visible = what_the_learner_gets(check, correct, seed=0)
+    for seed in seeds:
+        hidden = what_the_learner_gets(check, correct, seed=seed)
+        assert not any(map(torch.equal, visible.inputs, hidden.inputs)), f"seed={seed} gives the same inputs"
+        assert not any(map(torch.equal, visible.weights, hidden.weights)), f"seed={seed} gives the same weights"

@@ -1,14 +1,62 @@
-"""The checks of notebook 07 accept the reference building blocks and model, and explain stubs.
+"""The checks of notebook 07 accept the reference building blocks and model and correct answers written in other
+ways, grade each exercise on its own, vary with their seed, and explain stubs.
 
 (Kept wrong answers are rejected: tests/test_wrong_answers.py; the solution notebook passes the checks
 when CI executes it.)
 """
 
-import pytest
+import math
 
+import pytest
+import torch
+from torch import nn
+
+from autograder.submissions import solution_code, solution_notebooks
+from tests.check_probes import hidden_seeds, what_the_learner_gets
 from tests.stubs import StubModule
 from transformer_course import reference
 from transformer_course.checks import CheckFailed, nb07
+
+ASSIGNMENT = "07_decoder_and_full_model"
+
+
+class DecoderLayerPassingEverythingByKeyword(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.pre_ln = norm_first
+        self.norm1, self.norm2, self.norm3 = (reference.LayerNorm(d_model) for _ in range(3))
+        self.self_attention = reference.MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = reference.MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = reference.FeedForward(d_model, d_ff)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        sublayers = [
+            (self.norm1, lambda h: self.self_attention(x=h, mask=self_mask)[0]),
+            (self.norm2, lambda h: self.cross_attention(x=h, context=memory, mask=memory_mask)[0]),
+            (self.norm3, self.feed_forward),
+        ]
+        for norm, sublayer in sublayers:
+            x = x + sublayer(norm(x)) if self.pre_ln else norm(x + sublayer(x))
+        return x
+
+
+class TransformerInOneMethod(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        nn.init.normal_(self.src_embedding.weight, mean=0.0, std=1 / math.sqrt(d_model))
+        nn.init.normal_(self.tgt_embedding.weight, mean=0.0, std=1 / math.sqrt(d_model))
+        self.encoder = reference.Encoder(num_layers, d_model, num_heads, d_ff, norm_first=norm_first)
+        self.decoder = reference.Decoder(num_layers, d_model, num_heads, d_ff, norm_first=norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        d_model = self.output.in_features
+        source = self.src_embedding(src) * d_model**0.5 + reference.sinusoidal_encoding(src.size(1), d_model)
+        target = self.tgt_embedding(tgt) * d_model**0.5 + reference.sinusoidal_encoding(tgt.size(1), d_model)
+        memory = self.encoder(source, mask=src_mask)
+        return self.output(self.decoder(target, memory=memory, memory_mask=src_mask, self_mask=tgt_mask))
 
 
 def test_checks_accept_the_reference_layer_stack_and_model():
@@ -17,7 +65,41 @@ def test_checks_accept_the_reference_layer_stack_and_model():
     nb07.check_transformer(reference.Transformer)  # the model notebook 08 imports is notebook 07's model
 
 
+def test_checks_accept_correct_answers_written_differently():
+    nb07.check_decoder_layer(DecoderLayerPassingEverythingByKeyword)
+    nb07.check_transformer(TransformerInOneMethod)
+
+
+@pytest.mark.parametrize("stubs", [("DecoderLayer",), ("Decoder", "DecoderLayer")])
+def test_a_correct_transformer_gets_its_points_while_earlier_exercises_are_stubs(stubs):
+    notebook = next(iter(solution_notebooks(ASSIGNMENT).values()))
+    namespace = {}
+    exec(next(cell.source for cell in notebook.cells if cell.cell_type == "code"), namespace)  # the imports
+    for exercise in ("DecoderLayer", "Decoder", "Transformer"):
+        exec(solution_code(ASSIGNMENT)[exercise], namespace)
+    namespace |= dict.fromkeys(stubs, StubModule)
+    nb07.check_transformer(namespace["Transformer"])
+
+
 @pytest.mark.parametrize("check", [nb07.check_decoder_layer, nb07.check_decoder, nb07.check_transformer])
 def test_a_stub_is_reported_as_not_implemented_yet(check):
     with pytest.raises(CheckFailed, match="is not implemented yet"):
         check(StubModule)
+
+
+@pytest.mark.parametrize(
+    ("check", "correct"),
+    [
+        (nb07.check_decoder_layer, reference.DecoderLayer),
+        (nb07.check_decoder, reference.Decoder),
+        (nb07.check_transformer, reference.Transformer),
+    ],
+)
+def test_every_hidden_test_gives_other_weights_and_inputs_than_the_visible_one(check, correct):
+    seeds = hidden_seeds(ASSIGNMENT, check.__name__)
+    assert seeds, f"the notebook has no hidden test of {check.__name__}"
+    visible = what_the_learner_gets(check, correct, seed=0)
+    for seed in seeds:
+        hidden = what_the_learner_gets(check, correct, seed=seed)
+        assert not any(map(torch.equal, visible.inputs, hidden.inputs)), f"seed={seed} gives the same inputs"
+        assert not any(map(torch.equal, visible.weights, hidden.weights)), f"seed={seed} gives the same weights"

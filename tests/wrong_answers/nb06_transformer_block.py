@@ -169,6 +169,41 @@ class EncoderLayerWithoutTheSecondResidual(nn.Module):
         return self.norm2(self.feed_forward(x))
 
 
+@wrong_answer("EncoderLayer", message="every sublayer uses norm1; each sublayer has its own norm")
+class EncoderLayerReusingNorm1(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=mask)[0]
+            return x + self.feed_forward(self.norm1(x))
+        x = self.norm1(x + self.self_attention(x, mask=mask)[0])
+        return self.norm1(x + self.feed_forward(x))
+
+
+@wrong_answer("EncoderLayer", message="self.norm1 and self.norm2 are one and the same LayerNorm")
+class EncoderLayerWithOneNormObject(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1 = self.norm2 = LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=mask)[0]
+            return x + self.feed_forward(self.norm2(x))
+        x = self.norm1(x + self.self_attention(x, mask=mask)[0])
+        return self.norm2(x + self.feed_forward(x))
+
+
 # Exercise 4: Encoder -------------------------------------------------------------------------------------
 
 

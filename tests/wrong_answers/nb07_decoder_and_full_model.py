@@ -37,7 +37,7 @@ class DecoderLayerWithQueriesFromTheEncoder(nn.Module):
         return self.norm3(x + self.feed_forward(x))
 
 
-@wrong_answer("DecoderLayer", message="the output does not change when the memory does")
+@wrong_answer("DecoderLayer", message="the cross-attention attends to x itself")
 class DecoderLayerAttendingToItselfTwice(nn.Module):
     def __init__(self, d_model, num_heads, d_ff, norm_first=False):
         super().__init__()
@@ -74,6 +74,127 @@ class DecoderLayerWithoutTheCausalMask(nn.Module):
             return x + self.feed_forward(self.norm3(x))
         x = self.norm1(x + self.self_attention(x)[0])
         x = self.norm2(x + self.cross_attention(x, context=memory, mask=memory_mask)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="the cross-attention's queries came from the memory")
+class DecoderLayerAskingTheMemoryForTheTarget(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=self_mask)[0]
+            x = x + self.cross_attention(memory, context=self.norm2(x), mask=memory_mask)[0]
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        x = self.norm2(x + self.cross_attention(memory, context=x, mask=memory_mask)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="the mask is inverted")
+class DecoderLayerInvertingTheMasks(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        hidden_future, hidden_padding = ~self_mask, ~memory_mask  # True where attention is not allowed
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=hidden_future)[0]
+            x = x + self.cross_attention(self.norm2(x), context=memory, mask=hidden_padding)[0]
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.self_attention(x, mask=hidden_future)[0])
+        x = self.norm2(x + self.cross_attention(x, context=memory, mask=hidden_padding)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="the masks are swapped")
+class DecoderLayerWithTheMasksSwapped(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=memory_mask)[0]
+            x = x + self.cross_attention(self.norm2(x), context=memory, mask=self_mask)[0]
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.self_attention(x, mask=memory_mask)[0])
+        x = self.norm2(x + self.cross_attention(x, context=memory, mask=self_mask)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="every sublayer uses norm1; each sublayer has its own norm")
+class DecoderLayerReusingNorm1(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=self_mask)[0]
+            x = x + self.cross_attention(self.norm1(x), context=memory, mask=memory_mask)[0]
+            return x + self.feed_forward(self.norm1(x))
+        x = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        x = self.norm1(x + self.cross_attention(x, context=memory, mask=memory_mask)[0])
+        return self.norm1(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="the feed-forward network uses norm2")
+class DecoderLayerNormalisingTheFeedForwardWithNorm2(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=self_mask)[0]
+            x = x + self.cross_attention(self.norm2(x), context=memory, mask=memory_mask)[0]
+            return x + self.feed_forward(self.norm2(x))
+        x = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        x = self.norm2(x + self.cross_attention(x, context=memory, mask=memory_mask)[0])
+        return self.norm2(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="self.self_attention does the cross-attention too")
+class DecoderLayerWithOneAttentionForBoth(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=self_mask)[0]
+            x = x + self.self_attention(self.norm2(x), context=memory, mask=memory_mask)[0]
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        x = self.norm2(x + self.self_attention(x, context=memory, mask=memory_mask)[0])
         return self.norm3(x + self.feed_forward(x))
 
 
@@ -235,7 +356,7 @@ class TransformerForgettingTheTargetMask(nn.Module):
         return self.output(self.decoder(target, self.encoder(source, src_mask), None, src_mask))
 
 
-@wrong_answer("Transformer", message="parameters")
+@wrong_answer("Transformer", message="are one and the same table")
 class TransformerSharingOneEmbedding(nn.Module):
     def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
         super().__init__()
@@ -252,3 +373,163 @@ class TransformerSharingOneEmbedding(nn.Module):
         source = self.src_embedding(src) * scale + sinusoidal_encoding(src.shape[-1], self.d_model)
         target = self.tgt_embedding(tgt) * scale + sinusoidal_encoding(tgt.shape[-1], self.d_model)
         return self.output(self.decoder(target, self.encoder(source, src_mask), tgt_mask, src_mask))
+
+
+@wrong_answer("Transformer", message="the target words are looked up in src_embedding")
+class TransformerEmbeddingBothWithTheSourceTable(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table=None):
+        return self.src_embedding(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(
+            tokens.shape[-1], self.d_model
+        )
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt), memory, tgt_mask, src_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="a length was taken from the batch axis")
+class TransformerWithPositionsAlongTheBatch(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return table(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(tokens.shape[0], self.d_model)
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="the decoder's cross-attention ignores src_mask")
+class TransformerDecodingWithoutTheSourceMask(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return table(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(tokens.shape[-1], self.d_model)
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="the encoder ignores src_mask")
+class TransformerEncodingWithoutTheSourceMask(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return table(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(tokens.shape[-1], self.d_model)
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding))
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="the decoder got the masks swapped")
+class TransformerSwappingTheDecoderMasks(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return table(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(tokens.shape[-1], self.d_model)
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, src_mask, tgt_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="the mask is inverted")
+class TransformerInvertingTheSourceMask(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return table(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(tokens.shape[-1], self.d_model)
+
+    def encode(self, src, src_mask=None):
+        padding = None if src_mask is None else ~src_mask  # True at the padding, to be hidden
+        return self.encoder(self.embed(src, self.src_embedding), padding)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        padding = None if src_mask is None else ~src_mask
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, padding))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)

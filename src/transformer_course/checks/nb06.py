@@ -4,7 +4,9 @@ Oracles: ``nn.LayerNorm``, ``nn.TransformerEncoderLayer`` and ``nn.TransformerEn
 and pre-LN) with the learner's weights copied in; ``torch.autograd.gradcheck``.
 """
 
-from collections.abc import Callable
+import functools
+import itertools
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -26,18 +28,63 @@ from . import (
 )
 
 
-def _built(cls: type, *args, seed: int, call: str, **kwargs) -> nn.Module:
+def built_and_perturbed(cls: type, *args, seed: int, call: str, **kwargs) -> nn.Module:
+    """Build a learner's module with a private seed, then move every gain and bias away from 1 and 0, each by its
+    own seeded noise: forgetting one shows, and so does using one part's in place of another's (norm1 for norm2)."""
     module = built_with_seed(cls, *args, seed=seed, call=call, **kwargs)
-    with torch.no_grad():  # gains and biases away from 1 and 0, so that forgetting one shows
+    noise = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
         for name, parameter in module.named_parameters():
             if name.endswith(("gain", "bias")):
-                parameter.add_(0.1 * seeded_randn(*parameter.shape, seed=seed))
+                parameter.add_(0.1 * torch.randn(parameter.shape, generator=noise, dtype=parameter.dtype))
     return module.eval()
 
 
-def copy_layer(ours: nn.Module, theirs: nn.Module, layer_parameters: Callable) -> None:
-    """Copy a course layer's weights into PyTorch's layer of the same kind, named by ``layer_parameters``."""
-    theirs.load_state_dict({name: value.detach() for name, value in layer_parameters(ours).items()})
+def copy_layer(
+    ours: nn.Module, theirs: nn.Module, layer_parameters: Callable, norms_used: dict[str, str] | None = None
+) -> None:
+    """Copy a course layer's weights into PyTorch's layer of the same kind, named by ``layer_parameters``.
+
+    norms_used gives PyTorch's norms the gain and bias of other norms of ours ({"norm2": "norm1"}: its norm2 gets
+    our norm1's), to compute what a layer that mixes up its norms computes.
+    """
+    own = layer_parameters(ours)
+    parameters = dict(own)
+    for theirs_norm, ours_norm in (norms_used or {}).items():
+        for kind in ("weight", "bias"):
+            parameters[f"{theirs_norm}.{kind}"] = own[f"{ours_norm}.{kind}"]
+    theirs.load_state_dict({name: value.detach() for name, value in parameters.items()})
+
+
+def expect_separate_norms(layer: nn.Module, norms: Sequence[str], call: str) -> None:
+    """Fail if two of the layer's norms are one and the same module (one gain and bias for two sublayers)."""
+    for first, second in itertools.combinations(norms, 2):
+        if getattr(layer, first) is getattr(layer, second):
+            raise CheckFailed(
+                f"{call}: self.{first} and self.{second} are one and the same LayerNorm; each sublayer has its own "
+                "norm, with its own gain and bias: create a new LayerNorm(d_model) for each."
+            )
+
+
+def expect_own_norms(out: torch.Tensor, computed_with: Callable, sublayers: Sequence[str], call: str) -> None:
+    """Fail, naming the mix-up, if ``out`` is what the layer computes when a sublayer uses another sublayer's norm.
+
+    computed_with(norms_used) is PyTorch's layer's output with its norms given our norms as ``copy_layer`` does.
+    """
+    norms = [f"norm{number}" for number in range(1, len(sublayers) + 1)]
+    for used in itertools.product(norms, repeat=len(norms)):
+        if list(used) != norms and torch.allclose(out, computed_with(dict(zip(norms, used, strict=True))), atol=1e-5):
+            raise CheckFailed(f"{call}: {_norms_mixed_up(norms, used, sublayers)}")
+
+
+def _norms_mixed_up(norms: Sequence[str], used: Sequence[str], sublayers: Sequence[str]) -> str:
+    if len(set(used)) == 1:
+        mistake = f"every sublayer uses {used[0]}"
+    else:
+        parts = zip(sublayers, used, norms, strict=True)
+        mistake = " and ".join(f"the {sublayer} uses {norm}" for sublayer, norm, own in parts if norm != own)
+    own = ", ".join(f"{norm} for the {sublayer}" for norm, sublayer in zip(norms, sublayers, strict=True))
+    return f"{mistake}; each sublayer has its own norm: {own}."
 
 
 def load_stack(stack: nn.Module, pytorch_stack: nn.Module, layer_parameters: Callable) -> None:
@@ -75,7 +122,7 @@ def check_layer_norm(LayerNorm: type, seed: int = 0) -> None:  # noqa: N803 (a c
     """Check against nn.LayerNorm with the same gain and bias, for two eps values, and the gradients."""
     for d, eps, shape in [(8, 1e-5, (2, 5, 8)), (6, 0.1, (3, 6))]:
         call = f"LayerNorm({d}, eps={eps})"
-        norm = _built(LayerNorm, d, eps=eps, seed=seed, call=call)
+        norm = built_and_perturbed(LayerNorm, d, eps=eps, seed=seed, call=call)
         for name, default in (("gain", 1.0), ("bias", 0.0)):
             parameter = getattr(norm, name, None)
             if not isinstance(parameter, nn.Parameter) or parameter.shape != (d,):
@@ -122,7 +169,7 @@ def _diagnose_layer_norm(out, x, norm, eps, call: str) -> None:
 
 
 def _gradcheck(LayerNorm: type, seed: int) -> None:  # noqa: N803
-    norm = _built(LayerNorm, 4, seed=seed, call="LayerNorm(4)").double()
+    norm = built_and_perturbed(LayerNorm, 4, seed=seed, call="LayerNorm(4)").double()
     x = seeded_randn(3, 4, seed=seed + 1, dtype=torch.float64).requires_grad_()
     if not torch.autograd.gradcheck(norm, (x,), raise_exception=False):
         raise CheckFailed("LayerNorm's gradients differ from numerical ones: is every step a tensor operation?")
@@ -135,7 +182,7 @@ def _gradcheck(LayerNorm: type, seed: int) -> None:  # noqa: N803
 def check_feed_forward(FeedForward: type, seed: int = 0) -> None:  # noqa: N803 (a class)
     """Check linear2(relu(linear1(x))) with the module's own layers, position by position."""
     call = "FeedForward(d_model=8, d_ff=32)"
-    ff = _built(FeedForward, 8, 32, seed=seed, call=call)
+    ff = built_and_perturbed(FeedForward, 8, 32, seed=seed, call=call)
     for name, (d_in, d_out) in {"linear1": (8, 32), "linear2": (32, 8)}.items():
         layer = getattr(ff, name, None)
         if not isinstance(layer, nn.Linear) or (layer.in_features, layer.out_features) != (d_in, d_out):
@@ -161,12 +208,21 @@ def check_feed_forward(FeedForward: type, seed: int = 0) -> None:  # noqa: N803 
 # Exercise 3 ---------------------------------------------------------------------------------------------
 
 
-def torch_encoder_layer(layer: nn.Module, num_heads: int, d_ff: int, norm_first: bool) -> nn.TransformerEncoderLayer:
+def torch_encoder_layer(
+    layer: nn.Module, num_heads: int, d_ff: int, norm_first: bool, norms_used: dict[str, str] | None = None
+) -> nn.TransformerEncoderLayer:
     """An nn.TransformerEncoderLayer (dropout off) holding a copy of a course encoder layer's weights."""
     d_model = layer.norm1.gain.shape[0]
     twin = nn.TransformerEncoderLayer(d_model, num_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first)
-    copy_layer(layer, twin, encoder_layer_parameters)
+    copy_layer(layer, twin, encoder_layer_parameters, norms_used)
     return twin.eval()
+
+
+ENCODER_SUBLAYERS = ("self-attention", "feed-forward network")
+
+
+def _encoder_layer_output(layer, norm_first: bool, x, twin_kwargs: dict, norms_used: dict[str, str]) -> torch.Tensor:
+    return torch_encoder_layer(layer, 2, 16, norm_first, norms_used)(x, **twin_kwargs)
 
 
 LAYER_PARTS = {
@@ -184,7 +240,7 @@ def check_encoder_layer(EncoderLayer: type, seed: int = 0) -> None:  # noqa: N80
     with earlier_exercises_replaced(EncoderLayer.__init__, "LayerNorm", "FeedForward"):
         for norm_first in (False, True):
             call = f"EncoderLayer(d_model=8, num_heads=2, d_ff=16, norm_first={norm_first})"
-            layer = _built(EncoderLayer, 8, 2, 16, norm_first=norm_first, seed=seed, call=call)
+            layer = built_and_perturbed(EncoderLayer, 8, 2, 16, norm_first=norm_first, seed=seed, call=call)
             _expect_parts(layer, call)
             _compare_layer(layer, call, norm_first, seed)
     passed("EncoderLayer", "equals nn.TransformerEncoderLayer, post-LN and pre-LN, with and without padding")
@@ -197,6 +253,7 @@ def _expect_parts(layer: nn.Module, call: str) -> None:
                 f"{call} needs self.{name}; the layer's parts are self.self_attention = MultiHeadAttention(...), "
                 "self.feed_forward = FeedForward(...), self.norm1 and self.norm2 = LayerNorm(d_model)."
             )
+    expect_separate_norms(layer, ("norm1", "norm2"), call)
 
 
 def _compare_layer(layer: nn.Module, call: str, norm_first: bool, seed: int) -> None:
@@ -220,6 +277,10 @@ def _compare_layer(layer: nn.Module, call: str, norm_first: bool, seed: int) -> 
             raise CheckFailed(f"{call}{what}: you built {built}; norm_first={norm_first} asks for {wanted}.")
         if mask is not None and torch.allclose(out, torch_encoder_layer(layer, 2, 16, norm_first)(x), atol=1e-5):
             raise CheckFailed(f"{call}{what}: the mask had no effect; pass it to self-attention.")
+        if not torch.allclose(out, expected, atol=1e-5):
+            with torch.no_grad():
+                computed_with = functools.partial(_encoder_layer_output, layer, norm_first, x, twin_kwargs)
+                expect_own_norms(out, computed_with, ENCODER_SUBLAYERS, f"{call}(x{what})")
         expect_close(out, expected, f"{call}(x{what}), compared with nn.TransformerEncoderLayer with the same weights")
 
 
@@ -232,7 +293,7 @@ def check_encoder(Encoder: type, seed: int = 0) -> None:  # noqa: N803 (a class)
     with earlier_exercises_replaced(Encoder.__init__, "EncoderLayer", "LayerNorm"):
         for norm_first in (False, True):
             call = f"Encoder(num_layers=3, d_model=8, num_heads=2, d_ff=16, norm_first={norm_first})"
-            encoder = _built(Encoder, 3, 8, 2, 16, norm_first=norm_first, seed=seed, call=call)
+            encoder = built_and_perturbed(Encoder, 3, 8, 2, 16, norm_first=norm_first, seed=seed, call=call)
             expect_stack(encoder, call, norm_first)
             _compare_encoder(encoder, call, norm_first, seed)
     passed("Encoder", "equals nn.TransformerEncoder, post-LN and pre-LN with its final norm, with padding")

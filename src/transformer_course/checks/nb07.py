@@ -1,11 +1,21 @@
 """Checks for notebook 07, the decoder and the full encoder-decoder.
 
 Oracles: ``nn.TransformerDecoderLayer``, ``nn.TransformerDecoder`` and ``nn.Transformer`` (dropout off) with the
-learner's weights copied in; decoder causality as a property; the parameter count of ``nn.Transformer``.
+learner's weights copied in (``nn.Transformer`` without the final norms it always adds, when the stacks are
+post-LN); decoder causality as a property; the parameter count of ``nn.Transformer``.
+
+Source (6 words) and target (4 words) have different lengths and the batch has 2 sentences, so that a tensor
+taken from the wrong side or axis shows in the shapes. When a learner's code fails, the checks record what its
+parts (attention, embeddings, encoder, decoder) received to name the mistake: queries from the memory, masks
+missing, inverted or swapped, a table used for the other language, a length from the batch axis.
 """
 
+import contextlib
+import functools
+import inspect
 import math
 import warnings
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -14,6 +24,7 @@ from ..reference.nb05_positional_encoding import sinusoidal_encoding
 from ..reference.pytorch_layers import decoder_layer_parameters, encoder_layer_parameters, pytorch_mask
 from . import (
     CheckFailed,
+    NotImplementedYet,
     built_with_seed,
     call_learner,
     earlier_exercises_replaced,
@@ -23,30 +34,107 @@ from . import (
     passed,
     seeded_randn,
 )
-from .nb06 import copy_layer, expect_stack, load_stack
+from .nb06 import built_and_perturbed, copy_layer, expect_own_norms, expect_separate_norms, expect_stack, load_stack
 
 D_MODEL, HEADS, D_FF = 8, 2, 16
+N_SRC, N_TGT = 6, 4
+DECODER_SUBLAYERS = ("self-attention", "cross-attention", "feed-forward network")
 
 
-def _built_eval(cls: type, *args, seed: int, call: str, **kwargs) -> nn.Module:
-    return built_with_seed(cls, *args, seed=seed, call=call, **kwargs).eval()
-
-
-def _layer_twin(layer: nn.Module, norm_first: bool) -> nn.TransformerDecoderLayer:
+def _layer_twin(
+    layer: nn.Module, norm_first: bool, norms_used: dict[str, str] | None = None
+) -> nn.TransformerDecoderLayer:
     twin = nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first)
-    copy_layer(layer, twin, decoder_layer_parameters)
+    copy_layer(layer, twin, decoder_layer_parameters, norms_used)
     return twin.eval()
 
 
 def _inputs(seed: int):
-    x = seeded_randn(2, 4, D_MODEL, seed=seed)  # (batch, n_tgt=4, d_model)
-    memory = seeded_randn(2, 6, D_MODEL, seed=seed + 1)  # (batch, n_src=6, d_model)
-    causal = torch.ones(4, 4, dtype=torch.bool).tril()  # (n_tgt, n_tgt)
-    source_real = torch.tensor([[True] * 6, [True] * 3 + [False] * 3])  # (batch, n_src)
+    x = seeded_randn(2, N_TGT, D_MODEL, seed=seed)  # (batch, n_tgt, d_model)
+    memory = seeded_randn(2, N_SRC, D_MODEL, seed=seed + 1)  # (batch, n_src, d_model)
+    causal = torch.ones(N_TGT, N_TGT, dtype=torch.bool).tril()  # (n_tgt, n_tgt)
+    source_real = torch.tensor([[True] * N_SRC, [True] * 3 + [False] * (N_SRC - 3)])  # (batch, n_src)
     return x, memory, causal, source_real
 
 
+# What a learner's code did, for naming its mistake ----------------------------------------------------------
+
+
+def _attempt(function: Callable, *args, call: str):
+    """(result, None) from a learner's call, or (None, the failure) when their code raised an error: a crash may
+    come from a mistake that a look at what the parts received can name."""
+    try:
+        return call_learner(function, *args, call=call), None
+    except NotImplementedYet:
+        raise
+    except CheckFailed as failure:
+        if failure.__cause__ is None:  # not a crash: an input changed in place, or an exotic result
+            raise
+        return None, failure
+
+
+def _matches(result, expected: torch.Tensor, atol: float = 1e-5) -> bool:
+    return (
+        isinstance(result, torch.Tensor)
+        and result.shape == expected.shape
+        and result.dtype == expected.dtype
+        and torch.allclose(result, expected, atol=atol)
+    )
+
+
+def _received_by(parts: dict[str, nn.Module], run: Callable) -> dict[str, list[list]]:
+    """Run ``run()`` (an error is fine) and return, for each part, the arguments of each of its calls, in the
+    order of its forward's parameters, defaults filled in: [x, context, mask] for a MultiHeadAttention."""
+    received = {name: [] for name in parts}
+    with contextlib.ExitStack() as hooks:
+        for name, part in parts.items():
+            record = functools.partial(_record, received[name], inspect.signature(part.forward))
+            hooks.callback(part.register_forward_pre_hook(record, with_kwargs=True).remove)
+        with contextlib.suppress(Exception), torch.no_grad():
+            run()
+    return received
+
+
+def _record(calls: list, signature: inspect.Signature, module: nn.Module, args: tuple, kwargs: dict) -> None:
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:
+        return
+    bound.apply_defaults()
+    calls.append(list(bound.arguments.values()))
+
+
+def _which_mask(given, masks: dict[str, torch.Tensor]) -> str | None:
+    """Which of ``masks`` a part received: its name, "~name" if inverted, "no mask" for None; None if unknown."""
+    if given is None:
+        return "no mask"
+    if not isinstance(given, torch.Tensor) or given.dtype != torch.bool:
+        return None
+    for name, mask in masks.items():
+        for candidate, label in ((mask, name), (~mask, f"~{name}")):
+            try:
+                shape = torch.broadcast_shapes(given.shape, candidate.shape)
+            except RuntimeError:
+                continue
+            if torch.equal(given.expand(shape), candidate.expand(shape)):
+                return label
+    return None
+
+
+def _rows(tensor) -> int | None:
+    return tensor.shape[-2] if isinstance(tensor, torch.Tensor) and tensor.ndim >= 2 else None
+
+
+def _inverted(given: str, part: str) -> str:
+    return (
+        f"the {part} received {given}: the mask is inverted. Here True means a position may attend (as in "
+        "the boolean masks of F.scaled_dot_product_attention); pass the mask on as it is"
+    )
+
+
 # Exercise 1 ---------------------------------------------------------------------------------------------
+
+LAYER_PARTS = ("self_attention", "cross_attention", "feed_forward", "norm1", "norm2", "norm3")
 
 
 @learner_facing
@@ -54,63 +142,129 @@ def check_decoder_layer(DecoderLayer: type, seed: int = 0) -> None:  # noqa: N80
     """Check post-LN and pre-LN against nn.TransformerDecoderLayer with copied weights, a causal mask and a
     source padding mask, and causality as a property."""
     x, memory, causal, source_real = _inputs(seed)
+    padding = source_real[:, None, :]  # (batch, 1, n_src)
     for norm_first in (False, True):
         call = f"DecoderLayer(d_model=8, num_heads=2, d_ff=16, norm_first={norm_first})"
-        layer = _built_eval(DecoderLayer, D_MODEL, HEADS, D_FF, norm_first=norm_first, seed=seed, call=call)
-        for name in ("self_attention", "cross_attention", "feed_forward", "norm1", "norm2", "norm3"):
-            if not isinstance(getattr(layer, name, None), nn.Module):
-                raise CheckFailed(
-                    f"{call} needs self.{name}: the parts are self_attention and cross_attention "
-                    "(MultiHeadAttention), feed_forward (FeedForward) and norm1, norm2, norm3 (LayerNorm)."
-                )
+        layer = built_and_perturbed(DecoderLayer, D_MODEL, HEADS, D_FF, norm_first=norm_first, seed=seed, call=call)
+        _expect_layer_parts(layer, call)
         call = f"{call}(x, memory, causal self_mask, source padding memory_mask)"
         with torch.no_grad():
-            out = call_learner(layer, x, memory, causal, source_real[:, None, :], call=call)
-            twin = _layer_twin(layer, norm_first)
-            expected = twin(x, memory, tgt_mask=~causal, memory_key_padding_mask=~source_real)
-        if isinstance(out, torch.Tensor) and out.shape == memory.shape:
-            raise CheckFailed(
-                f"{call}: the output has one row per source position: the cross-attention's queries came from "
-                "the memory. Queries come from the decoder (x); keys and values from the encoder's output."
-            )
+            expected = _layer_twin(layer, norm_first)(x, memory, tgt_mask=~causal, memory_key_padding_mask=~source_real)
+            out, failure = _attempt(layer, x, memory, causal, padding, call=call)
+            if failure is not None or not _matches(out, expected):
+                _diagnose_layer(out, failure, layer, (x, memory, causal, source_real), norm_first, seed, call)
+        if failure is not None:
+            raise failure
         expect_tensor(out, "DecoderLayer", x.shape, x.dtype)
-        if not torch.allclose(out, expected, atol=1e-5):
-            _diagnose_layer(out, twin, layer, x, memory, causal, source_real, norm_first, call)
         expect_close(out, expected, f"{call}, compared with nn.TransformerDecoderLayer with the same weights")
-        padding = source_real[:, None, :]
-        _check_causality(lambda target, layer=layer, padding=padding: layer(target, memory, causal, padding), x, call)
+        _check_causality(lambda target, layer=layer: layer(target, memory, causal, padding), x, call, seed)
     passed("DecoderLayer", "equals nn.TransformerDecoderLayer, post-LN and pre-LN, and never looks ahead")
 
 
-def _diagnose_layer(out, twin, layer, x, memory, causal, source_real, norm_first, call: str) -> None:
-    with torch.no_grad():
-        candidates = {
-            "the self-attention ignores self_mask, so each position sees the future; pass the causal mask": twin(
-                x, memory, memory_key_padding_mask=~source_real
-            ),
-            "the cross-attention ignores memory_mask, so it attends to the source's padding": twin(
-                x, memory, tgt_mask=~causal
-            ),
-            f"you built {'pre' if not norm_first else 'post'}-LN; norm_first={norm_first} asks for the other "
-            "order": _layer_twin(layer, not norm_first)(
-                x, memory, tgt_mask=~causal, memory_key_padding_mask=~source_real
-            ),
-        }
+def _expect_layer_parts(layer: nn.Module, call: str) -> None:
+    for name in LAYER_PARTS:
+        if not isinstance(getattr(layer, name, None), nn.Module):
+            raise CheckFailed(
+                f"{call} needs self.{name}: the parts are self_attention and cross_attention "
+                "(MultiHeadAttention), feed_forward (FeedForward) and norm1, norm2, norm3 (LayerNorm)."
+            )
+    expect_separate_norms(layer, ("norm1", "norm2", "norm3"), call)
+
+
+def _diagnose_layer(out, failure, layer, inputs, norm_first: bool, seed: int, call: str) -> None:
+    """Fail naming the mistake, if it is one of the usual ones; return when it is none of them."""
+    cause = None if failure is None else failure.__cause__
+    mistake = _mistake_in_attention_calls(layer, inputs)
+    if mistake is not None:
+        raise CheckFailed(f"{call}: {mistake}.") from cause
+    x, memory, causal, source_real = inputs
+    if not isinstance(out, torch.Tensor):
+        return
+    if out.shape == memory.shape:
+        raise CheckFailed(f"{call}: {QUERIES_FROM_MEMORY}.")
+    if out.shape != x.shape:
+        return
+    other_memory = seeded_randn(*memory.shape, seed=seed + 99)
+    out_with_other_memory = None
+    with contextlib.suppress(Exception):
+        out_with_other_memory = layer(x, other_memory, causal, source_real[:, None, :])
+    if _matches(out_with_other_memory, out, atol=1e-6):
+        raise CheckFailed(f"{call}: the output does not change when the memory does, so {ATTENDS_TO_ITSELF}.")
+    twin = _layer_twin(layer, norm_first)
+    candidates = {
+        NO_SELF_MASK: twin(x, memory, memory_key_padding_mask=~source_real),
+        NO_MEMORY_MASK: twin(x, memory, tgt_mask=~causal),
+        f"you built {'pre' if not norm_first else 'post'}-LN; norm_first={norm_first} asks for the other "
+        "order": _layer_twin(layer, not norm_first)(x, memory, tgt_mask=~causal, memory_key_padding_mask=~source_real),
+    }
     for mistake, wrong in candidates.items():
         if torch.allclose(out, wrong, atol=1e-5):
             raise CheckFailed(f"{call}: {mistake}.")
-    with torch.no_grad():
-        other_memory = layer(x, seeded_randn(*memory.shape, seed=99), causal, source_real[:, None, :])
-    if torch.allclose(out, other_memory, atol=1e-6):
-        raise CheckFailed(
-            f"{call}: the output does not change when the memory does, so the cross-attention attends to x itself. "
-            "Its keys and values come from memory, the encoder's output: cross_attention(x, context=memory, ...)."
+    computed_with = functools.partial(_decoder_layer_output, layer, norm_first, inputs)
+    expect_own_norms(out, computed_with, DECODER_SUBLAYERS, call)
+
+
+QUERIES_FROM_MEMORY = (
+    "the cross-attention's queries came from the memory, so it gives one row per source position. Queries come "
+    "from the decoder (x); keys and values from the encoder's output: cross_attention(x, context=memory, ...)"
+)
+ATTENDS_TO_ITSELF = (
+    "the cross-attention attends to x itself. Its keys and values come from memory, the encoder's output: "
+    "cross_attention(x, context=memory, mask=memory_mask)"
+)
+NO_SELF_MASK = "the self-attention ignores self_mask, so each position sees the future; pass the causal mask"
+NO_MEMORY_MASK = "the cross-attention ignores memory_mask, so it attends to the source's padding"
+SWAPPED_LAYER_MASKS = (
+    "the masks are swapped: self_mask (the causal mask, target × target) goes to the self-attention, memory_mask "
+    "(the source's padding, target × source) to the cross-attention"
+)
+
+
+def _mistake_in_attention_calls(layer: nn.Module, inputs) -> str | None:
+    """The mistake that what the layer passed to its two attentions shows, if any."""
+    x, memory, causal, source_real = inputs
+    masks = {"self_mask": causal, "memory_mask": source_real[:, None, :]}
+    parts = {"self": layer.self_attention, "cross": layer.cross_attention}
+    received = _received_by(parts, lambda: layer(x, memory, causal, source_real[:, None, :]))
+    if len(received["self"]) > 1 and not received["cross"]:
+        return (
+            "self.self_attention does the cross-attention too; the cross-attention has weights of its own: "
+            "self.cross_attention(x, context=memory, mask=memory_mask)"
         )
+    if received["cross"] and len(received["cross"][0]) >= 3:
+        queries, context, mask = received["cross"][0][:3]
+        if _rows(queries) == N_SRC:
+            return QUERIES_FROM_MEMORY
+        if context is None or _rows(context) == N_TGT:
+            return ATTENDS_TO_ITSELF
+    if received["self"] and len(received["self"][0]) >= 3:
+        given = _which_mask(received["self"][0][2], masks)
+        if given == "memory_mask":
+            return SWAPPED_LAYER_MASKS
+        if given == "~self_mask":
+            return _inverted(given, "self-attention")
+        if given == "no mask":
+            return NO_SELF_MASK
+    if received["cross"] and len(received["cross"][0]) >= 3:
+        given = _which_mask(received["cross"][0][2], masks)
+        if given == "self_mask":
+            return SWAPPED_LAYER_MASKS
+        if given == "~memory_mask":
+            return _inverted(given, "cross-attention")
+        if given == "no mask":
+            return NO_MEMORY_MASK
+    return None
 
 
-def _check_causality(run, x: torch.Tensor, call: str) -> None:
+def _decoder_layer_output(layer, norm_first: bool, inputs, norms_used: dict[str, str]) -> torch.Tensor:
+    x, memory, causal, source_real = inputs
+    twin = _layer_twin(layer, norm_first, norms_used)
+    return twin(x, memory, tgt_mask=~causal, memory_key_padding_mask=~source_real)
+
+
+def _check_causality(run, x: torch.Tensor, call: str, seed: int) -> None:
     changed = x.clone()
-    changed[:, 2:] = seeded_randn(x.shape[0], x.shape[1] - 2, x.shape[2], seed=77)
+    changed[:, 2:] = seeded_randn(x.shape[0], x.shape[1] - 2, x.shape[2], seed=seed + 77)
     with torch.no_grad():
         before, after = run(x), run(changed)
     if not torch.allclose(before[:, :2], after[:, :2], atol=1e-5):
@@ -127,7 +281,7 @@ def check_decoder(Decoder: type, seed: int = 0) -> None:  # noqa: N803 (a class)
     with earlier_exercises_replaced(Decoder.__init__, "DecoderLayer", "LayerNorm"):
         for norm_first in (False, True):
             call = f"Decoder(num_layers=3, d_model=8, num_heads=2, d_ff=16, norm_first={norm_first})"
-            decoder = _built_eval(Decoder, 3, D_MODEL, HEADS, D_FF, norm_first=norm_first, seed=seed, call=call)
+            decoder = built_and_perturbed(Decoder, 3, D_MODEL, HEADS, D_FF, norm_first=norm_first, seed=seed, call=call)
             expect_stack(decoder, call, norm_first)
             twin = _decoder_twin(decoder, norm_first)
             with torch.no_grad():
@@ -155,18 +309,19 @@ SRC_VOCAB, TGT_VOCAB = 11, 13
 @learner_facing
 def check_transformer(Transformer: type, seed: int = 0) -> None:  # noqa: N803 (a class)
     """Check the logits against nn.Transformer with copied weights (embeddings × √d_model plus the sinusoidal
-    encoding, final projection), masks, decoder causality, the parameter count and the embedding scale."""
+    encoding, final projection), masks, decoder causality, the parameter count and the embedding scale (with a
+    correct Decoder and DecoderLayer in place of the learner's)."""
     with earlier_exercises_replaced(Transformer.__init__, "Decoder", "DecoderLayer"):
         for norm_first in (False, True):
             sizes = f"{SRC_VOCAB}, {TGT_VOCAB}, d_model=8, num_heads=2, d_ff=16, num_layers=2"
             call = f"Transformer({sizes}, norm_first={norm_first})"
-            model = _built_eval(
+            model = built_and_perturbed(
                 Transformer, SRC_VOCAB, TGT_VOCAB, D_MODEL, HEADS, D_FF, 2, norm_first=norm_first, seed=seed, call=call
             )
             _expect_model_parts(model, call)
             _check_logits(model, call, norm_first, seed)
             _check_parameter_count(model, call, norm_first)
-    _check_embedding_scale(Transformer, seed)
+        _check_embedding_scale(Transformer, seed)
     passed("Transformer", "equals nn.Transformer with the same weights, never looks ahead, right size and scale")
 
 
@@ -183,6 +338,18 @@ def _expect_model_parts(model: nn.Module, call: str) -> None:
             raise CheckFailed(
                 f"{call} needs self.{name}; the parts are src_embedding and tgt_embedding (nn.Embedding), encoder "
                 "(Encoder), decoder (Decoder) and output (nn.Linear to the target vocabulary)."
+            )
+    if model.src_embedding is model.tgt_embedding:
+        raise CheckFailed(
+            f"{call}: self.src_embedding and self.tgt_embedding are one and the same table. The source and the target "
+            "are two languages with vocabularies of their own: create one nn.Embedding for each."
+        )
+    for name, vocab, language in (("src_embedding", SRC_VOCAB, "source"), ("tgt_embedding", TGT_VOCAB, "target")):
+        table = getattr(model, name)
+        if (table.num_embeddings, table.embedding_dim) != (vocab, D_MODEL):
+            raise CheckFailed(
+                f"{call}: self.{name} has {table.num_embeddings} rows of {table.embedding_dim}; it needs one row of "
+                f"d_model numbers per word of the {language} vocabulary: nn.Embedding({vocab}, {D_MODEL})."
             )
     if getattr(model.output, "out_features", None) != TGT_VOCAB:
         raise CheckFailed(f"{call}: self.output must map d_model to the {TGT_VOCAB} words of the target vocabulary.")
@@ -212,17 +379,27 @@ def _twin_logits(model: nn.Module, norm_first: bool, src, tgt, source_real, targ
     return model.output(hidden)  # (batch, n_tgt, tgt_vocab)
 
 
-def _check_logits(model: nn.Module, call: str, norm_first: bool, seed: int) -> None:
+def _model_inputs(seed: int):
     generator = torch.Generator().manual_seed(seed)
-    src = torch.randint(SRC_VOCAB, (2, 6), generator=generator)  # (batch, n_src)
-    tgt = torch.randint(TGT_VOCAB, (2, 4), generator=generator)  # (batch, n_tgt)
-    source_real = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])  # (batch, n_src)
-    target_mask = torch.ones(4, 4, dtype=torch.bool).tril().expand(2, 4, 4)  # (batch, n_tgt, n_tgt)
+    src = torch.randint(SRC_VOCAB, (2, N_SRC), generator=generator)  # (batch, n_src)
+    tgt = torch.randint(TGT_VOCAB, (2, N_TGT), generator=generator)  # (batch, n_tgt)
+    source_real = torch.tensor([[True] * N_SRC, [True] * 4 + [False] * (N_SRC - 4)])  # (batch, n_src)
+    target_mask = torch.ones(N_TGT, N_TGT, dtype=torch.bool).tril().expand(2, N_TGT, N_TGT)  # (batch, n_tgt, n_tgt)
+    return src, tgt, source_real, target_mask
+
+
+def _check_logits(model: nn.Module, call: str, norm_first: bool, seed: int) -> None:
+    src, tgt, source_real, target_mask = _model_inputs(seed)
+    inputs = (src, tgt, source_real[:, None, :], target_mask)
     call = f"{call}(src, tgt, src_mask, tgt_mask)"
     with torch.no_grad():
-        logits = call_learner(model, src, tgt, source_real[:, None, :], target_mask, call=call)
-        expect_tensor(logits, "the logits", (2, 4, TGT_VOCAB), torch.float32)
         expected = _twin_logits(model, norm_first, src, tgt, source_real, target_mask)
+        logits, failure = _attempt(model, *inputs, call=call)
+        if failure is not None or not _matches(logits, expected, atol=1e-4):
+            _diagnose_model(model, inputs, norm_first, call, failure)
+        if failure is not None:
+            raise failure
+        expect_tensor(logits, "the logits", (2, N_TGT, TGT_VOCAB), torch.float32)
         if not torch.allclose(logits, expected, atol=1e-4):
             mistakes = {
                 "the embeddings are not multiplied by √d_model": ({"scale": 1.0}, target_mask),
@@ -230,7 +407,7 @@ def _check_logits(model: nn.Module, call: str, norm_first: bool, seed: int) -> N
                     {"with_positions": False},
                     target_mask,
                 ),
-                "the decoder's self-attention sees the whole target: pass tgt_mask to the decoder": ({}, None),
+                f"{WHOLE_TARGET}": ({}, None),
             }
             for mistake, (embedding, mask) in mistakes.items():
                 wrong = _twin_logits(model, norm_first, src, tgt, source_real, mask, **embedding)
@@ -242,6 +419,104 @@ def _check_logits(model: nn.Module, call: str, norm_first: bool, seed: int) -> N
         after = model(src, changed, source_real[:, None, :], target_mask)
     if not torch.allclose(logits[:, :2], after[:, :2], atol=1e-5):
         raise CheckFailed(f"{call}: changing target words 2 and later changed the logits at positions 0 and 1.")
+
+
+WHOLE_TARGET = "the decoder's self-attention sees the whole target: pass tgt_mask to the decoder"
+SWAPPED_MODEL_MASKS = (
+    "the decoder got the masks swapped: its self-attention takes tgt_mask (target × target) and its "
+    "cross-attention src_mask (the source's padding): decoder(x, memory, tgt_mask, src_mask)"
+)
+
+
+def _diagnose_model(model: nn.Module, inputs, norm_first: bool, call: str, failure) -> None:
+    """Fail naming the mistake that what the model passed to its parts shows, if any."""
+    cause = None if failure is None else failure.__cause__
+    src, tgt, src_mask, tgt_mask = inputs
+    parts = {name: getattr(model, name) for name in ("src_embedding", "tgt_embedding", "encoder", "decoder")}
+    received = _received_by(parts, lambda: model(*inputs))
+    mistake = _mistake_in_embeddings(received, src, tgt)
+    if (
+        mistake is None
+        and failure is not None
+        and not received["encoder"]
+        and _right_when_batch_equals_length(model, norm_first)
+    ):
+        mistake = (
+            "the model fails on a batch of 2 sentences of 6 (source) and 4 (target) words, and is right on 5 "
+            "sentences of 5 words: a length was taken from the batch axis (tokens.shape[0]) where the sequence "
+            "axis is meant (tokens.shape[-1]). The positional encoding, for one, has a row per position: "
+            "sinusoidal_encoding(tokens.shape[-1], d_model)"
+        )
+    masks = {"src_mask": src_mask, "tgt_mask": tgt_mask}
+    if mistake is None and received["encoder"] and len(received["encoder"][0]) >= 2:
+        mistake = _encoder_mask_mistake(_which_mask(received["encoder"][0][1], masks))
+    if mistake is None and received["decoder"] and len(received["decoder"][0]) >= 4:
+        self_mask, memory_mask = received["decoder"][0][2:4]
+        mistake = _decoder_masks_mistake(_which_mask(self_mask, masks), _which_mask(memory_mask, masks))
+    if mistake is not None:
+        raise CheckFailed(f"{call}: {mistake}.") from cause
+
+
+def _same_tokens(given, tokens: torch.Tensor) -> bool:
+    return isinstance(given, torch.Tensor) and given.shape == tokens.shape and torch.equal(given, tokens)
+
+
+def _mistake_in_embeddings(received: dict, src: torch.Tensor, tgt: torch.Tensor) -> str | None:
+    if any(_same_tokens(arguments[0], tgt) for arguments in received["src_embedding"] if arguments):
+        return (
+            "the target words are looked up in src_embedding, the source language's table; the target language "
+            "has its own: tgt_embedding"
+        )
+    if any(_same_tokens(arguments[0], src) for arguments in received["tgt_embedding"] if arguments):
+        return (
+            "the source words are looked up in tgt_embedding, the target language's table; the source language "
+            "has its own: src_embedding"
+        )
+    return None
+
+
+def _encoder_mask_mistake(given: str | None) -> str | None:
+    if given == "no mask":
+        return (
+            "the encoder ignores src_mask, so its self-attention attends to the source's padding: encoder(x, src_mask)"
+        )
+    if given == "~src_mask":
+        return _inverted(given, "encoder")
+    if given == "tgt_mask":
+        return "the encoder got tgt_mask; its self-attention takes src_mask, the source's padding"
+    return None
+
+
+def _decoder_masks_mistake(self_mask: str | None, memory_mask: str | None) -> str | None:
+    if self_mask == "src_mask" or memory_mask == "tgt_mask":
+        return SWAPPED_MODEL_MASKS
+    if self_mask == "~tgt_mask":
+        return _inverted("~tgt_mask", "decoder's self-attention")
+    if memory_mask == "~src_mask":
+        return _inverted("~src_mask", "decoder's cross-attention")
+    if self_mask == "no mask":
+        return WHOLE_TARGET
+    if memory_mask == "no mask":
+        return (
+            "the decoder's cross-attention ignores src_mask, so it attends to the source's padding: pass src_mask "
+            "to the decoder too, as its memory_mask"
+        )
+    return None
+
+
+def _right_when_batch_equals_length(model: nn.Module, norm_first: bool) -> bool:
+    """Whether the model computes the right logits for a batch of 5 sentences of 5 words, source and target."""
+    generator = torch.Generator().manual_seed(5)
+    src = torch.randint(SRC_VOCAB, (5, 5), generator=generator)
+    tgt = torch.randint(TGT_VOCAB, (5, 5), generator=generator)
+    source_real = torch.ones(5, 5, dtype=torch.bool)
+    target_mask = torch.ones(5, 5, dtype=torch.bool).tril().expand(5, 5, 5)
+    try:
+        logits = model(src, tgt, source_real[:, None, :], target_mask)
+    except Exception:
+        return False
+    expected = _twin_logits(model, norm_first, src, tgt, source_real, target_mask)
+    return _matches(logits, expected, atol=1e-4)
 
 
 def _check_parameter_count(model: nn.Module, call: str, norm_first: bool) -> None:
@@ -259,7 +534,7 @@ def _check_parameter_count(model: nn.Module, call: str, norm_first: bool) -> Non
 
 def _check_embedding_scale(Transformer: type, seed: int) -> None:  # noqa: N803
     call = "Transformer(100, 100, d_model=64, num_heads=4, d_ff=128, num_layers=1)"
-    model = _built_eval(Transformer, 100, 100, 64, 4, 128, 1, seed=seed, call=call)
+    model = built_with_seed(Transformer, 100, 100, 64, 4, 128, 1, seed=seed, call=call)
     for name in ("src_embedding", "tgt_embedding"):
         std = getattr(model, name).weight.std().item()
         if not 0.08 < std < 0.18:

@@ -66,6 +66,26 @@ def beam_search_with_probabilities_kept_whole(model, src, beam_size, max_len, al
     return best[0][1:]
 
 
+def beam_search_with_sorted_candidates(model, src, beam_size, max_len, alpha=0.6):
+    """Sorts every extension in Python, decodes the hypotheses with the memory repeated (not expanded), and
+    normalises by the length of the words without BOS counted from the ids."""
+    src_mask = source_mask(src[None], PAD)
+    memory = model.encode(src[None], src_mask)
+    growing, done = [([BOS], 0.0)], []
+    while growing and len(growing[0][0]) <= max_len:
+        words = torch.tensor([hypothesis for hypothesis, _ in growing])
+        logits = model.decode(words, memory.repeat(len(growing), 1, 1), target_mask(words, PAD), src_mask)
+        log_p = torch.log_softmax(logits[:, -1], dim=-1).tolist()
+        extensions = [
+            (w + [v], s + row[v]) for (w, s), row in zip(growing, log_p, strict=True) for v in range(len(row))
+        ]
+        kept = sorted(extensions, key=lambda e: e[1], reverse=True)[:beam_size]
+        done += [e for e in kept if e[0][-1] == EOS]
+        growing = [e for e in kept if e[0][-1] != EOS]
+    words, _ = max(done + growing, key=lambda e: e[1] / len(e[0][1:]) ** alpha)
+    return words[1:]
+
+
 @pytest.mark.parametrize(
     ("check", "answer"),
     [
@@ -74,6 +94,7 @@ def beam_search_with_probabilities_kept_whole(model, src, beam_size, max_len, al
         (nb08.check_learning_rate, schedule_as_a_tensor),
         (nb08.check_greedy_decode, greedy_one_sentence_at_a_time),
         (nb08.check_beam_search, beam_search_with_probabilities_kept_whole),
+        (nb08.check_beam_search, beam_search_with_sorted_candidates),
     ],
 )
 @pytest.mark.parametrize("seed", [0, 1])

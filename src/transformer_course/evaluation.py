@@ -64,7 +64,7 @@ def side_by_side(pairs: Sequence[Pair], predictions: Sequence[Sentence]) -> str:
 
 
 def word_by_word(pairs: Sequence[Pair]) -> Callable[[Sentence], list[str]]:
-    """The best a dictionary can do: each English word becomes the German word that appears most often in the
+    """A simple dictionary baseline: each English word becomes the German word that appears most often in the
     same sentence pairs (by the Dice coefficient), in English word order."""
     english, german, together = Counter(), Counter(), Counter()
     for pair in pairs:

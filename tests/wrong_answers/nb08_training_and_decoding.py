@@ -318,7 +318,7 @@ def beam_search_ranking_by_the_last_word(model, src, beam_size, max_len, alpha=0
     return best_words[1:]
 
 
-@wrong_answer("beam_search", message="expected between 1 and max_len=3")
+@wrong_answer("beam_search", message="when no hypothesis has finished within max_len=3 words")
 def beam_search_returning_only_finished_hypotheses(model, src, beam_size, max_len, alpha=0.6):
     src = src[None]
     src_mask = source_mask(src, PAD)
@@ -338,5 +338,93 @@ def beam_search_returning_only_finished_hypotheses(model, src, beam_size, max_le
             break
     if not finished:
         return []
+    best_words, _ = max(finished, key=lambda c: c[1] / (len(c[0]) - 1) ** alpha)
+    return best_words[1:]
+
+
+@wrong_answer("beam_search", message="the best hypothesis only if BOS is counted in the length")
+def beam_search_counting_bos_in_the_length(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    alive, finished = [([BOS], 0.0)], []
+    for _ in range(max_len):
+        words = torch.tensor([w for w, _ in alive])
+        logits = model.decode(words, memory.expand(len(alive), -1, -1), target_mask(words, PAD), src_mask)
+        log_p = logits[:, -1].log_softmax(dim=-1)
+        totals = torch.tensor([s for _, s in alive])[:, None] + log_p
+        best = totals.flatten().topk(min(beam_size, totals.numel()))
+        alive = []
+        for total, index in zip(best.values.tolist(), best.indices.tolist()):
+            hyp, word = divmod(index, log_p.shape[-1])
+            (finished if word == EOS else alive).append((words[hyp].tolist() + [word], total))
+        if not alive:
+            break
+    best_words, _ = max(finished + alive, key=lambda c: c[1] / len(c[0]) ** alpha)
+    return best_words[1:]
+
+
+@wrong_answer("beam_search", message="each row of words attends to its own row of memory")
+def beam_search_without_expanding_the_memory(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    alive, finished = [([BOS], 0.0)], []
+    for _ in range(max_len):
+        words = torch.tensor([w for w, _ in alive])
+        logits = model.decode(words, memory, target_mask(words, PAD), src_mask)
+        log_p = logits[:, -1].log_softmax(dim=-1)
+        totals = torch.tensor([s for _, s in alive])[:, None] + log_p
+        best = totals.flatten().topk(min(beam_size, totals.numel()))
+        alive = []
+        for total, index in zip(best.values.tolist(), best.indices.tolist()):
+            hyp, word = divmod(index, log_p.shape[-1])
+            (finished if word == EOS else alive).append((words[hyp].tolist() + [word], total))
+        if not alive:
+            break
+    best_words, _ = max(finished + alive, key=lambda c: c[1] / (len(c[0]) - 1) ** alpha)
+    return best_words[1:]
+
+
+@wrong_answer("beam_search", message="when max_len is reached the unfinished hypotheses compete with the finished")
+def beam_search_preferring_finished_hypotheses(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    alive, finished = [([BOS], 0.0)], []
+    for _ in range(max_len):
+        words = torch.tensor([w for w, _ in alive])
+        logits = model.decode(words, memory.expand(len(alive), -1, -1), target_mask(words, PAD), src_mask)
+        log_p = logits[:, -1].log_softmax(dim=-1)
+        totals = torch.tensor([s for _, s in alive])[:, None] + log_p
+        best = totals.flatten().topk(min(beam_size, totals.numel()))
+        alive = []
+        for total, index in zip(best.values.tolist(), best.indices.tolist()):
+            hyp, word = divmod(index, log_p.shape[-1])
+            (finished if word == EOS else alive).append((words[hyp].tolist() + [word], total))
+        if not alive:
+            break
+    best_words, _ = max(finished or alive, key=lambda c: c[1] / (len(c[0]) - 1) ** alpha)
+    return best_words[1:]
+
+
+@wrong_answer("beam_search", message="no hypothesis ends within max_len words; the best unfinished one is returned")
+def beam_search_choosing_among_finished_hypotheses_only(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    alive, finished = [([BOS], 0.0)], []
+    for _ in range(max_len):
+        words = torch.tensor([w for w, _ in alive])
+        logits = model.decode(words, memory.expand(len(alive), -1, -1), target_mask(words, PAD), src_mask)
+        log_p = logits[:, -1].log_softmax(dim=-1)
+        totals = torch.tensor([s for _, s in alive])[:, None] + log_p
+        best = totals.flatten().topk(min(beam_size, totals.numel()))
+        alive = []
+        for total, index in zip(best.values.tolist(), best.indices.tolist()):
+            hyp, word = divmod(index, log_p.shape[-1])
+            (finished if word == EOS else alive).append((words[hyp].tolist() + [word], total))
+        if not alive:
+            break
     best_words, _ = max(finished, key=lambda c: c[1] / (len(c[0]) - 1) ** alpha)
     return best_words[1:]

@@ -3,7 +3,8 @@
 Oracles: the definition of the shifted input; ``F.cross_entropy`` with ``ignore_index`` and ``label_smoothing``
 and its gradient; closed-form values of the learning-rate schedule; for decoding, scripted models whose best
 outputs are known by construction (the reversed source, or the best sequence found by trying every sequence),
-and, on a real model, the definition of greedy decoding checked by one teacher-forced pass.
+and, on a real model, the definition of greedy decoding checked by one teacher-forced pass. The scripted models
+need one row of memory per row of target words, as the real model's cross-attention does.
 """
 
 import itertools
@@ -15,7 +16,16 @@ from torch import nn
 
 from ..reference.nb04_masking import source_mask, target_mask
 from ..reference.nb07_decoder_and_full_model import Transformer
-from . import CheckFailed, call_learner, expect_close, expect_tensor, learner_facing, passed, seeded_randn
+from . import (
+    CheckFailed,
+    NotImplementedYet,
+    call_learner,
+    expect_close,
+    expect_tensor,
+    learner_facing,
+    passed,
+    seeded_randn,
+)
 
 PAD, BOS, EOS = 0, 1, 2  # as in transformer_course.data.translation
 
@@ -221,6 +231,7 @@ class _Spy(nn.Module):
 
     def decode(self, tgt, memory, tgt_mask=None, src_mask=None) -> torch.Tensor:
         self.widths.append(tgt.shape[-1])
+        self._expect_memory_per_row(memory, tgt.shape[0])
         self._expect_source_mask(src_mask, memory[..., 0] != PAD, "model.decode")
         self._expect_causal(tgt_mask, tgt.shape[-1])
         if tgt.shape[-1] > 0 and not (tgt[:, 0] == BOS).all():
@@ -245,6 +256,17 @@ class _Spy(nn.Module):
             shape = None
         if shape is None or not torch.equal(mask.bool().expand(shape), real.expand(shape)):
             self._note(f"{where} got a source mask that is not (src != PAD)[:, None, :] (shape (batch, 1, n_src))")
+
+    def _expect_memory_per_row(self, memory: torch.Tensor, rows: int) -> None:
+        """Cross-attention pairs row i of the target words with row i of the memory; like the real model's, it
+        cannot run with a memory of another batch size, and says why."""
+        if memory.shape[0] != rows:
+            self._note(
+                f"model.decode got {rows} rows of target words but a memory of batch size {memory.shape[0]}: each "
+                "row of words attends to its own row of memory. Give one copy of the memory per hypothesis, "
+                "memory.expand(len(hypotheses), -1, -1)"
+            )
+            raise RuntimeError(f"memory of batch size {memory.shape[0]} for {rows} rows of target words")
 
     def _expect_causal(self, mask, width: int) -> None:
         if mask is None or not isinstance(mask, torch.Tensor):
@@ -296,19 +318,20 @@ class _TableModel(_Spy):
                 logits[row, position, word] = math.log(p)
         return logits
 
-    def score(self, words: list[int], alpha: float) -> float:
-        """The length-normalised log-probability of the words after BOS."""
+    def score(self, words: list[int], alpha: float, extra_length: int = 0) -> float:
+        """The length-normalised log-probability of the words after BOS; extra_length=1 is the mistake of
+        counting BOS in the length."""
         log_p = sum(math.log(self.probabilities(tuple(words[:i])).get(w, 1e-13)) for i, w in enumerate(words))
-        return log_p / len(words) ** alpha
+        return log_p / (len(words) + extra_length) ** alpha
 
-    def best(self, max_len: int, alpha: float) -> tuple[list[int], float]:
+    def best(self, max_len: int, alpha: float, extra_length: int = 0) -> tuple[list[int], float]:
         """The best hypothesis by trying every one: ended by EOS within max_len words, or max_len words long."""
         words = (EOS, 4, 5, 6, 7)
         candidates = [
             [*prefix, EOS] for length in range(max_len) for prefix in itertools.product(words[1:], repeat=length)
         ] + [list(prefix) for prefix in itertools.product(words[1:], repeat=max_len)]
-        best = max(candidates, key=lambda c: self.score(c, alpha))
-        return best, self.score(best, alpha)
+        best = max(candidates, key=lambda c: self.score(c, alpha, extra_length))
+        return best, self.score(best, alpha, extra_length)
 
 
 def _greedy_check_model(seed: int) -> Transformer:
@@ -412,40 +435,83 @@ _SURE_BUT_UNLIKELY = (  # ranking by the last word's probability alone keeps the
     {EOS: 0.4, 4: 0.15, 5: 0.15, 6: 0.15, 7: 0.15},
 )  # fmt: skip
 _NEVER_ENDING = ({(): {4: 0.6, 5: 0.4}}, {4: 0.3, 5: 0.3, 6: 0.2, 7: 0.19, EOS: 0.01})  # EOS is never likely
+_LONG_WINS_PER_WORD = (  # alpha=1: "5 6 6 6 EOS" (-2.32 / 5 = -0.46) beats "4 EOS" (-1.02 / 2 = -0.51), which
+    # would win if BOS were counted in the length (-1.02 / 3 = -0.34 against -2.32 / 6 = -0.39)
+    {(): {4: 0.6, 5: 0.4}, (4,): {EOS: 0.6, 6: 0.4}, (5,): {6: 0.7, EOS: 0.3}, (5, 6): {6: 0.7, EOS: 0.3},
+     (5, 6, 6): {6: 0.7, EOS: 0.3}, (5, 6, 6, 6): {EOS: 0.72, 6: 0.28}},
+    {EOS: 0.4, 4: 0.15, 5: 0.15, 6: 0.15, 7: 0.15},
+)  # fmt: skip
+_UNFINISHED_WINS = (  # "EOS" finishes at once (p = 0.3), but "4 5 6", cut at max_len=3, is likelier (p = 0.567)
+    {(): {4: 0.7, EOS: 0.3}, (4,): {5: 0.9, 6: 0.06, EOS: 0.04}, (4, 5): {6: 0.9, 7: 0.06, EOS: 0.04}},
+    {EOS: 0.4, 4: 0.15, 5: 0.15, 6: 0.15, 7: 0.15},
+)  # fmt: skip
 
 
 @learner_facing
 def check_beam_search(beam_search, seed: int = 0) -> None:
     """Check that the hypothesis returned is the best one, found by trying every sequence, in scripted cases
-    where a beam finds it and greedy choices or other rankings do not; and that beam_size=1 is greedy."""
+    where a beam finds it and greedy choices or other rankings do not; that the hypotheses' memory has one row per
+    hypothesis; and that beam_size=1 is greedy."""
     cases = [  # (table, beam_size, max_len, alpha, what the case is about)
         (_GREEDY_TRAP, 2, 4, 0.0, "the first word with the highest probability does not lead to the best sentence"),
         (_SURE_BUT_UNLIKELY, 2, 3, 0.6, "hypotheses are ranked by their summed log-probability, not their last word"),
         (_SHORT_OR_LONG, 2, 6, 0.0, "with alpha=0, hypotheses compare by their total log-probability"),
         (_SHORT_OR_LONG, 2, 6, 1.0, "with alpha=1, hypotheses compare by their log-probability per word"),
+        (_LONG_WINS_PER_WORD, 2, 6, 1.0, "the length in score / length**alpha counts the words after BOS, EOS "
+         "included, and not BOS itself"),
         (_NEVER_ENDING, 2, 3, 0.6, "no hypothesis ends within max_len words; the best unfinished one is returned"),
-    ]
+        (_UNFINISHED_WINS, 2, 3, 0.6, "a hypothesis finished early, but when max_len is reached the unfinished "
+         "hypotheses compete with the finished ones, and here an unfinished one scores best"),
+    ]  # fmt: skip
     src = torch.tensor([4, 5, 6])  # (n_src,): the scripted models do not read it
     for (table, default), beam_size, max_len, alpha, lesson in cases:
         model = _TableModel(table, default)
         call = f"beam_search(model, src, beam_size={beam_size}, max_len={max_len}, alpha={alpha})"
-        with torch.no_grad():
-            words = call_learner(beam_search, model, src, beam_size, max_len, alpha, call=call)
+        try:
+            with torch.no_grad():
+                words = call_learner(beam_search, model, src, beam_size, max_len, alpha, call=call)
+        except NotImplementedYet:
+            raise
+        except CheckFailed as crash:
+            _explain_crash(crash, model, call, lesson)
         model.expect_no_problems(call)
-        best, best_score = model.best(max_len, alpha)
         _expect_hypothesis(words, max_len, call)
         if EOS in words[:-1]:
             raise CheckFailed(
                 f"{call} returned {words}, with words after EOS: a hypothesis that ends with EOS is finished. Set "
                 "it aside and do not extend it."
             )
-        if not math.isclose(model.score(words, alpha), best_score, abs_tol=1e-9):
-            raise CheckFailed(
-                f"{call} returned {words} (score {model.score(words, alpha):.4f}), but {best} scores "
-                f"{best_score:.4f} and a beam of {beam_size} finds it: {lesson}."
-            )
+        _expect_best_hypothesis(model, words, call, beam_size=beam_size, max_len=max_len, alpha=alpha, lesson=lesson)
     _check_beam_of_one_is_greedy(beam_search, seed)
     passed("beam_search", "finds the best hypothesis by summed log-probability with length normalisation")
+
+
+def _explain_crash(crash: CheckFailed, model: _Spy, call: str, lesson: str) -> None:
+    """Re-raise a crash of the learner's beam search with what explains it best: a mistake the scripted model saw
+    before it (a memory that does not match the words, say), or else what the case is about."""
+    if model.problems:
+        raise CheckFailed(f"{call}: {model.problems[0]}.") from crash.__cause__
+    raise CheckFailed(f"{crash}\nIn this case {lesson}.") from crash.__cause__
+
+
+def _expect_best_hypothesis(
+    model: _TableModel, words: list[int], call: str, *, beam_size: int, max_len: int, alpha: float, lesson: str
+) -> None:
+    best, best_score = model.best(max_len, alpha)
+    score = model.score(words, alpha)
+    if math.isclose(score, best_score, abs_tol=1e-9):
+        return
+    with_bos, _ = model.best(max_len, alpha, extra_length=1)
+    if alpha != 0 and words == with_bos:
+        raise CheckFailed(
+            f"{call} returned {words} (score {score:.4f}), the best hypothesis only if BOS is counted in the length; "
+            f"{best} scores {best_score:.4f}. In score / length**alpha, the length is the number of words after BOS, "
+            "EOS included."
+        )
+    raise CheckFailed(
+        f"{call} returned {words} (score {score:.4f}), but {best} scores {best_score:.4f} and a beam of {beam_size} "
+        f"finds it: {lesson}."
+    )
 
 
 def _expect_hypothesis(words, max_len: int, call: str) -> None:
@@ -453,6 +519,11 @@ def _expect_hypothesis(words, max_len: int, call: str) -> None:
         raise CheckFailed(f"{call} must return a list of ints (use .tolist()), got {type(words).__name__}.")
     if words[:1] == [BOS]:
         raise CheckFailed(f"{call} returned {words}; leave out the BOS and return only the generated words.")
+    if not words:
+        raise CheckFailed(
+            f"{call} returned no words: when no hypothesis has finished within max_len={max_len} words, return "
+            "the best unfinished one."
+        )
     if not 0 < len(words) <= max_len:
         raise CheckFailed(f"{call} returned {len(words)} words; expected between 1 and max_len={max_len}.")
 

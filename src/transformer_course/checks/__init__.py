@@ -141,6 +141,17 @@ def built_with_seed(cls: type, *args, seed: int, call: str, **kwargs):
         return call_learner(cls, *args, call=call, **kwargs)
 
 
+def matches(actual, expected: torch.Tensor) -> bool:
+    """Whether a learner's result is a tensor of the expected shape, dtype and values (to float32 precision): for
+    telling which of several candidate computations a result came from, where expect_close would fail."""
+    return (
+        isinstance(actual, torch.Tensor)
+        and actual.shape == expected.shape
+        and actual.dtype == expected.dtype
+        and torch.allclose(actual, expected, atol=1e-5)
+    )
+
+
 def expect_close(actual: torch.Tensor, expected: torch.Tensor, what: str, atol: float = 1e-5) -> None:
     """Fail unless the values agree to float32 precision; say where they differ most."""
     if not torch.isfinite(actual).all():

@@ -24,6 +24,7 @@ from . import (
     expect_pair,
     expect_tensor,
     learner_facing,
+    matches,
     passed,
     pytorch_attention,
     rows_sum_to,
@@ -170,7 +171,7 @@ def _diagnose_batch_axes(sdpa: Callable, q, k, v, mask, failure: str) -> None:
         except CheckFailed:
             continue
         expected_outputs, expected_weights = pytorch_attention(q, k, v, mask=mask, scale=None)
-        if _same(weights, expected_weights) and _same(outputs, expected_outputs):
+        if matches(weights, expected_weights) and matches(outputs, expected_outputs):
             raise CheckFailed(
                 f"{failure}\nYet it is right for q {shape_of(q)}: your attention depends on the number of batch "
                 "axes. Count the axes from the end, k.transpose(-2, -1) and softmax(dim=-1), so that any batch "
@@ -189,22 +190,12 @@ def _diagnose_transpose_of_all_axes(sdpa: Callable, failure: str) -> None:
     except CheckFailed:
         return
     k_reversed = k.permute(2, 1, 0).mT  # q @ k.T is q @ k_reversed.mT
-    if _same(weights, pytorch_attention(q, k_reversed, v, mask=None, scale=None)[1]):
+    if matches(weights, pytorch_attention(q, k_reversed, v, mask=None, scale=None)[1]):
         raise CheckFailed(
             f"{failure}\nThe cause: {call} gives the weights of q @ k.T. On a tensor of more than two axes .T "
             "reverses all the axes, batch axes included, not just the last two: (batch, n_k, d_k) becomes "
             "(d_k, n_k, batch). Use k.transpose(-2, -1) or k.mT, which swap only the last two axes."
         )
-
-
-def _same(actual, expected: torch.Tensor) -> bool:
-    """Whether a learner's result is a tensor of the expected shape and values (to float32 precision)."""
-    return (
-        isinstance(actual, torch.Tensor)
-        and actual.shape == expected.shape
-        and actual.dtype == expected.dtype
-        and torch.allclose(actual, expected, atol=1e-5)
-    )
 
 
 def _check_gradients(sdpa: Callable, seed: int) -> None:
@@ -280,7 +271,7 @@ def _check_module_on(module: nn.Module, x, context, mask, call: str, seed: int) 
         k = F.linear(keys_from, module.key.weight)  # (batch, n_k, d_k)
         v = F.linear(keys_from, module.value.weight)  # (batch, n_k, d_v)
         expected_outputs, expected_weights = pytorch_attention(q, k, v, mask=mask, scale=None)
-    if not (_same(weights, expected_weights) and _same(outputs, expected_outputs)):
+    if not (matches(weights, expected_weights) and matches(outputs, expected_outputs)):
         if context is not None:
             _diagnose_sources(module, x, call, seed)
         _diagnose_projections(module, x, keys_from, mask, outputs, weights, call)
@@ -298,12 +289,12 @@ def _diagnose_projections(module: nn.Module, x, keys_from, mask, outputs, weight
         keys_by_query = pytorch_attention(
             module.query(x), module.query(keys_from), module.value(keys_from), mask=mask, scale=None
         )
-    if _same(weights, with_bias[1]) and _same(outputs, with_bias[0]):
+    if matches(weights, with_bias[1]) and matches(outputs, with_bias[0]):
         raise CheckFailed(
             f"{call}: your projections add a bias; the notebook's projections have none: Q = X W_Q, K = C W_K, "
             "V = C W_V, with nothing added. Create them with nn.Linear(d_model, d_k, bias=False) and so on."
         )
-    if _same(weights, keys_by_query[1]):
+    if matches(weights, keys_by_query[1]):
         raise CheckFailed(f"{call}: the keys were made with self.query; use their own projection self.key.")
 
 
@@ -324,7 +315,7 @@ def _diagnose_sources(module: nn.Module, x, call: str, seed: int) -> None:
             q_from, k_from, v_from = (sequences[source] for source in sources)
             q, k, v = module.query(q_from), module.key(k_from), module.value(v_from)
             expected_outputs, expected_weights = pytorch_attention(q, k, v, mask=None, scale=None)
-        if _same(weights, expected_weights) and _same(outputs, expected_outputs):
+        if matches(weights, expected_weights) and matches(outputs, expected_outputs):
             raise CheckFailed(f"{call}: {mixed_up_sources(*sources)}")
 
 

@@ -21,6 +21,7 @@ from . import (
     expect_pair,
     expect_tensor,
     learner_facing,
+    matches,
     passed,
     seeded_randn,
     shape_of,
@@ -198,7 +199,7 @@ def _compare(module, twin, x, context, allowed, torch_masks: dict, what: str, se
             f"(batch, heads, n_q, n_k) = {(batch, num_heads, n_q, n_k)}. Average them only to draw them."
         )
     expected_outputs, expected_weights = _twin_results(twin, x, keys_from, torch_masks)
-    if not (_same(weights, expected_weights) and _same(outputs, expected_outputs)):
+    if not (matches(weights, expected_weights) and matches(outputs, expected_outputs)):
         _diagnose_inputs(module, twin, x, context, allowed, torch_masks, call, seed)
     expect_tensor(weights, "the weights", (batch, num_heads, n_q, n_k), x.dtype)
     expect_tensor(outputs, "the outputs", x.shape, x.dtype)
@@ -215,16 +216,6 @@ def _compare(module, twin, x, context, allowed, torch_masks: dict, what: str, se
         if torch.allclose(outputs, _twin_results(without_output, x, keys_from, torch_masks)[0], atol=1e-5):
             raise CheckFailed(f"{call}: the outputs lack W_O: apply self.output to the merged heads.")
     expect_close(outputs, expected_outputs, f"{call}: the outputs, compared with nn.MultiheadAttention")
-
-
-def _same(actual, expected: torch.Tensor) -> bool:
-    """Whether a learner's result is a tensor of the expected shape and values (to float32 precision)."""
-    return (
-        isinstance(actual, torch.Tensor)
-        and actual.shape == expected.shape
-        and actual.dtype == expected.dtype
-        and torch.allclose(actual, expected, atol=1e-5)
-    )
 
 
 def _diagnose_inputs(module, twin, x, context, allowed, torch_masks: dict, call: str, seed: int) -> None:
@@ -252,7 +243,7 @@ def _diagnose_sources(module, twin, x, call: str, seed: int) -> None:
             expected_outputs, expected_weights = twin(
                 *(sequences[source] for source in sources), average_attn_weights=False
             )
-        if _same(weights, expected_weights) and _same(outputs, expected_outputs):
+        if matches(weights, expected_weights) and matches(outputs, expected_outputs):
             raise CheckFailed(f"{call}: {mixed_up_sources(*sources)}")
 
 
@@ -284,7 +275,7 @@ def _diagnose_mask_axes(module, twin, x, context, allowed, torch_masks: dict, ca
     except CheckFailed:
         return
     expected_outputs, expected_weights = _twin_results(twin, x, keys_from, torch_masks)
-    if _same(weights, expected_weights) and _same(outputs, expected_outputs):
+    if matches(weights, expected_weights) and matches(outputs, expected_outputs):
         raise CheckFailed(f"{call}: {mistake}")
 
 

@@ -43,3 +43,25 @@ def test_an_empty_sentence_is_a_sequence_of_length_zero():
     assert words == [] and vectors.shape == (0, len(FEATURES))
     _, batch, lengths = embed_batch(["Jack gave", ""])
     assert lengths.tolist() == [2, 0] and not batch[1].any()
+
+
+def test_documentation_splits_share_no_topic_and_cover_the_text():
+    from transformer_course.data.documentation import SEPARATOR, splits, topic_texts
+
+    texts = topic_texts()
+    text_splits = splits()
+    assert set(text_splits.train_topics).isdisjoint(text_splits.valid_topics)
+    assert set(text_splits.train_topics) | set(text_splits.valid_topics) == set(texts)
+    assert text_splits.train.startswith(texts[text_splits.train_topics[0]] + SEPARATOR)
+    assert text_splits.valid.startswith(texts[text_splits.valid_topics[0]][:200])
+    assert 0.05 < len(text_splits.valid) / len(text_splits.train) < 0.25
+    assert splits() == text_splits
+
+
+def test_no_long_passage_of_the_validation_text_is_in_the_training_text():
+    from transformer_course.data.documentation import splits
+
+    text_splits = splits()
+    paragraphs = [p for p in text_splits.valid.split("\n\n") if len(p) > 100]
+    assert len(paragraphs) > 50
+    assert not [p for p in paragraphs if p in text_splits.train]

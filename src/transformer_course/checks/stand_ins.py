@@ -3,8 +3,11 @@ of the learner's (``earlier_exercises_replaced``), so that each exercise is grad
 
 They are answers a learner could import, so no student release holds this module (autograder/release.py);
 there the checks use the learner's own earlier exercises. Each is built on PyTorch's operations or on the
-reference code.
+reference code; notebook 09's, on plain Python.
 """
+
+import collections
+import itertools
 
 import torch
 
@@ -12,7 +15,7 @@ from ..reference import Decoder, DecoderLayer, EncoderLayer, FeedForward, LayerN
 from . import pytorch_attention
 from .nb04 import real_positions, visible_to_causal_attention
 
-__all__ = [  # by notebook: 01, 02, 03, 04, 06, 07
+__all__ = [  # by notebook: 01, 02, 03, 04, 06, 07, 09
     "softmax",
     "attention_weights",
     "scaled_dot_product_attention",
@@ -25,6 +28,8 @@ __all__ = [  # by notebook: 01, 02, 03, 04, 06, 07
     "EncoderLayer",
     "DecoderLayer",
     "Decoder",
+    "count_pairs",  # notebook 09
+    "merge",  # notebook 09
 ]
 
 
@@ -62,3 +67,23 @@ def padding_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.Ten
 def causal_mask(n: int) -> torch.Tensor:
     """Notebook 04: (n, n), True where PyTorch's causal attention lets query i see key j."""
     return visible_to_causal_attention(n=n)
+
+
+def count_pairs(ids: list[int]) -> dict[tuple[int, int], int]:
+    """Notebook 09: every adjacent pair and how often it occurs, overlapping occurrences included, in the order of
+    their first occurrence (plain Python: Counter keeps the order in which keys arrive)."""
+    return dict(collections.Counter(itertools.pairwise(ids)))
+
+
+def merge(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
+    """Notebook 09: a new list with each occurrence of pair, found from the left without overlaps, as new_id."""
+    merged = []
+    just_merged = False  # the last id came from a match, so it cannot start another one
+    for current in ids:
+        if merged and not just_merged and (merged[-1], current) == tuple(pair):
+            merged[-1] = new_id
+            just_merged = True
+        else:
+            merged.append(current)
+            just_merged = False
+    return merged

@@ -1,0 +1,485 @@
+"""Checks for notebook 09, byte-pair encoding.
+
+Oracles: hand cases whose answers are known (``aaa`` holds the pair (a, a) twice and merges into [X, a]); pair
+counts recounted by a plain loop over positions; every learned merge recounted at its own step by that loop; the
+Hugging Face ``tokenizers`` library's BPE model, built from the same merges, for encoding; Python's own UTF-8 codec
+(``str.encode``, ``bytes.decode`` with ``errors="replace"``) for the bytes.
+
+The plain loops below take a required keyword-only argument, the variant (often a mistake) to reproduce, so that none
+of them fits an exercise's call: they are not answers to import.
+"""
+
+import copy
+import random
+from collections.abc import Callable
+
+from tokenizers import Tokenizer, models
+
+from . import CheckFailed, call_learner, earlier_exercises_replaced, learner_facing, passed
+
+FIRST_NEW_ID = 256  # merge i creates id 256 + i: ids 0 … 255 are the bytes
+# Pieces of the checks' random texts: 1- to 4-byte characters, a combining accent, runs of one letter, common words.
+PIECES = ("a", "a", "b", "ab", " ", " ", "the ", "ing", "é", "€", "🙂", "漢字", "e\u0301", "aaaa", "\n")
+
+
+def pair_counts(ids: list[int], *, overlapping: bool) -> dict[tuple[int, int], int]:
+    """Each adjacent pair and its count, in the order of first occurrence, by a loop over positions.
+
+    overlapping=False reproduces a mistake: an occurrence that overlaps the one counted just before it (the second
+    (a, a) in aaa) is skipped.
+    """
+    counts, last_counted = {}, {}
+    for position in range(len(ids) - 1):
+        pair = (ids[position], ids[position + 1])
+        if overlapping or last_counted.get(pair, -2) < position - 1:
+            counts[pair] = counts.get(pair, 0) + 1
+            last_counted[pair] = position
+    return counts
+
+
+def _merged(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
+    """ids with each occurrence of pair, found from the left without overlaps, replaced by new_id."""
+    out, position = [], 0
+    while position < len(ids):
+        if tuple(ids[position : position + 2]) == pair:
+            out.append(new_id)
+            position += 2
+        else:
+            out.append(ids[position])
+            position += 1
+    return out
+
+
+def _most_frequent(counts: dict[tuple[int, int], int]) -> tuple[int, int]:
+    """The most frequent pair; among equally frequent ones, the first inserted (counts are in sequence order)."""
+    best = None
+    for pair, count in counts.items():
+        if best is None or count > counts[best]:
+            best = pair
+    return best
+
+
+def bpe_merges(text: str, num_merges: int, *, units: str) -> list[tuple[int, int]]:
+    """The merges BPE learns from text, merge i creating id 256 + i. units="bytes" starts from the UTF-8 bytes;
+    units="characters" reproduces a mistake, starting from the characters' code points."""
+    ids = list(text.encode()) if units == "bytes" else [ord(character) for character in text]
+    merges = []
+    while len(merges) < num_merges and len(ids) > 1:
+        pair = _most_frequent(pair_counts(ids, overlapping=True))
+        ids = _merged(ids, pair, FIRST_NEW_ID + len(merges))
+        merges.append(pair)
+    return merges
+
+
+def bpe_encoded(text: str, merges: list[tuple[int, int]], *, order: str) -> list[int]:
+    """text's ids: its UTF-8 bytes, then each merge applied once over the whole sequence, in the given order:
+    "learned" (right), "reversed" or "by count" (the pair most frequent in this text first: mistakes)."""
+    ids = list(text.encode())
+    ranked = list(enumerate(merges))
+    if order == "by count":
+        rank_of = {pair: rank for rank, pair in ranked}
+        while known := {pair: n for pair, n in pair_counts(ids, overlapping=True).items() if pair in rank_of}:
+            pair = _most_frequent(known)
+            ids = _merged(ids, pair, FIRST_NEW_ID + rank_of[pair])
+        return ids
+    for rank, pair in reversed(ranked) if order == "reversed" else ranked:
+        ids = _merged(ids, pair, FIRST_NEW_ID + rank)
+    return ids
+
+
+def token_bytes(merges: list[tuple[int, int]]) -> list[bytes]:
+    """The bytes of every id: 256 single bytes, then each merged token as the bytes of its pair."""
+    table = [bytes([byte]) for byte in range(256)]
+    for first, second in merges:
+        table.append(table[first] + table[second])
+    return table
+
+
+def as_characters(data: bytes) -> str:
+    """One printable character per byte, chr(0x100 + b): none is whitespace, and none is changed by tokenizers."""
+    return "".join(chr(0x100 + byte) for byte in data)
+
+
+def huggingface_bpe(merges: list[tuple[int, int]]) -> Tokenizer:
+    """The tokenizers library's BPE model with these merges and nothing around it (no normalizer, no
+    pre-tokenizer). Its vocabulary maps each token's characters (as_characters of its bytes) to its id.
+
+    Raises ValueError if two merges make the same bytes (BPE can learn "ab" + "c" and "a" + "bc"): one vocabulary
+    entry cannot stand for two ids.
+    """
+    strings = [as_characters(data) for data in token_bytes(merges)]
+    vocabulary = {string: token_id for token_id, string in enumerate(strings)}
+    if len(vocabulary) < len(strings):
+        raise ValueError("two merges make the same bytes")
+    pairs = [(strings[first], strings[second]) for first, second in merges]
+    return Tokenizer(models.BPE(vocabulary, pairs))
+
+
+def huggingface_ids(tokenizer: Tokenizer, text: str) -> list[int]:
+    """The ids that the tokenizers library's BPE model gives text, read as UTF-8 bytes."""
+    return tokenizer.encode(as_characters(text.encode())).ids
+
+
+def without_repeated_tokens(merges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The merges before the first one that makes bytes an earlier token already has."""
+    seen = set(token_bytes([]))
+    table = token_bytes(merges)
+    for rank in range(len(merges)):
+        if table[FIRST_NEW_ID + rank] in seen:
+            return merges[:rank]
+        seen.add(table[FIRST_NEW_ID + rank])
+    return merges
+
+
+def random_text(rng: random.Random, pieces: int) -> str:
+    return "".join(rng.choice(PIECES) for _ in range(pieces))
+
+
+def _call(function: Callable, *args, call: str):
+    """call_learner, and fail if the learner's function changed a list it was given."""
+    before = copy.deepcopy(args)
+    result = call_learner(function, *args, call=call)
+    if args != before:
+        raise CheckFailed(
+            f"{call} changed its input list in place; build a new list and leave the caller's as it was (the "
+            "same list is used again after the call)."
+        )
+    return result
+
+
+def _shown(value, limit: int = 60) -> str:
+    """A value as it reads in a message, shortened when long."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 5]} …{text[-4:]} (length {len(value)})"
+
+
+def _times(count: int) -> str:
+    return "once" if count == 1 else f"{count} times"
+
+
+def _first_difference(got: list, expected: list) -> str:
+    for position, (mine, theirs) in enumerate(zip(got, expected, strict=False)):
+        if mine != theirs:
+            return f"first difference at position {position}: expected {theirs}, got {mine}"
+    return f"expected {len(expected)} ids, got {len(got)}"
+
+
+def _expect_ids(result, call: str) -> list[int]:
+    if not isinstance(result, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in result):
+        raise CheckFailed(f"{call} must return a list of ints, got {_shown(result)}.")
+    return result
+
+
+# Exercise 1 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_count_pairs(count_pairs: Callable, seed: int = 0) -> None:
+    """Check hand cases (runs of one id, pairs at the ends, empty and one-element lists), then random lists against
+    a recount by a loop over positions; the dict must list pairs in the order of their first occurrence."""
+    a, b, c = 7, 300, 42
+    cases = [[], [a], [a, b], [a, a, a], [a, a, a, a], [a, b, c, a, b], [b, a, a, b]]
+    rng = random.Random(seed)
+    cases += [[rng.choice((a, b, c, 0, 255)) for _ in range(rng.randint(2, 40))] for _ in range(20)]
+    for ids in cases:
+        call = f"count_pairs({_shown(ids)})"
+        counts = _call(count_pairs, ids, call=call)
+        if not isinstance(counts, dict):
+            raise CheckFailed(f"{call} must return a dict {{(a, b): count}}, got {type(counts).__name__}.")
+        counts = {pair: count for pair, count in counts.items() if count != 0}
+        if not all(isinstance(pair, tuple) and len(pair) == 2 for pair in counts):
+            raise CheckFailed(f"{call}: every key must be a tuple (a, b) of two ids, got {_shown(list(counts))}.")
+        expected = pair_counts(ids, overlapping=True)
+        if counts == expected and list(counts) != list(expected):
+            raise CheckFailed(
+                f"{call}: the counts are right but the pairs are not in the order of their first occurrence "
+                f"({list(expected)}). Insert each pair when you first meet it, scanning from the left: "
+                "train_bpe's tie-break relies on that order."
+            )
+        if counts != expected:
+            _diagnose_counts(counts, expected, ids, call)
+    passed("count_pairs", "every adjacent pair counted at every position, overlapping occurrences included")
+
+
+def _diagnose_counts(counts: dict, expected: dict, ids: list[int], call: str) -> None:
+    if counts == pair_counts(ids, overlapping=False):
+        raise CheckFailed(
+            f"{call} gave {counts}: you counted overlapping occurrences once. Count the pair at every position: "
+            f"[a, a, a] holds (a, a) twice, at positions 0 and 1 (expected {expected})."
+        )
+    if len(ids) > 1 and counts == pair_counts(ids[:-1], overlapping=True):
+        raise CheckFailed(
+            f"{call}: the last pair {tuple(ids[-2:])} is missing; pairs start at every position 0 … len(ids) - 2."
+        )
+    wrong = next(pair for pair in (*expected, *counts) if counts.get(pair, 0) != expected.get(pair, 0))
+    raise CheckFailed(
+        f"{call}: the pair {wrong} occurs {expected.get(wrong, 0)} time(s), your dict says {counts.get(wrong, 0)} "
+        f"(expected {expected})."
+    )
+
+
+# Exercise 2 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_merge(merge: Callable, seed: int = 0) -> None:
+    """Check hand cases (runs, pairs at both ends, an absent pair, empty and one-element lists), then random lists
+    against the definition: occurrences found from the left, without overlaps."""
+    a, b, c, new = 7, 300, 42, 512
+    cases = [
+        ([a, b], (a, b)),
+        ([a, a, a], (a, a)),
+        ([a, a, a, a], (a, a)),
+        ([a, b, c, a, b], (a, b)),
+        ([c, a, b], (a, b)),
+        ([a, c, b], (a, b)),
+        ([b, a], (a, b)),
+        ([], (a, b)),
+        ([a], (a, b)),
+    ]
+    rng = random.Random(seed)
+    for _ in range(20):
+        ids = [rng.choice((a, b, c)) for _ in range(rng.randint(2, 30))]
+        cases.append((ids, rng.choice(list(pair_counts(ids, overlapping=True)) + [(c, c)])))
+    for ids, pair in cases:
+        call = f"merge({_shown(ids)}, {pair}, {new})"
+        result = _expect_ids(_call(merge, ids, pair, new, call=call), call)
+        expected = _merged(ids, pair, new)
+        if result != expected:
+            _diagnose_merge(result, expected, new, call)
+    passed("merge", "each occurrence replaced, from the left, without overlaps; the list given stays as it was")
+
+
+def _diagnose_merge(result: list[int], expected: list[int], new: int, call: str) -> None:
+    if result.count(new) > expected.count(new):
+        raise CheckFailed(
+            f"{call} gave {_shown(result)}: you merged overlapping occurrences. Once a pair is replaced, both its "
+            f"ids are used up: [a, a, a] becomes [X, a], not [X, X] (expected {_shown(expected)})."
+        )
+    if len(result) == len(expected) - 1 and result == expected[:-1]:
+        raise CheckFailed(f"{call} gave {_shown(result)}: the last id was dropped (expected {_shown(expected)}).")
+    if result.count(new) < expected.count(new):
+        where = "at the end" if expected[-1] == new else "at the start" if expected[0] == new else "in the middle"
+        raise CheckFailed(
+            f"{call} gave {_shown(result)}: an occurrence {where} of the list was not replaced (expected "
+            f"{_shown(expected)})."
+        )
+    raise CheckFailed(f"{call} gave {_shown(result)}, expected {_shown(expected)}.")
+
+
+# Exercise 3 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_train_bpe(train_bpe: Callable, seed: int = 0) -> None:
+    """Replay the learner's merges from the text's bytes: at every step the merge must be the most frequent pair,
+    recounted by a loop over positions, with ties going to the pair that occurs first, and merge i creates
+    256 + i. Uses correct count_pairs and merge, so that only train_bpe is graded."""
+    rng = random.Random(seed)
+    cases = [("", 3), ("a", 2), ("ab", 5), ("aaaa", 5), ("dc ab", 1), ("the cat, the hat", 4)]
+    cases += [(random_text(rng, rng.randint(60, 120)), 30) for _ in range(3)]
+    with earlier_exercises_replaced(train_bpe, "count_pairs", "merge"):
+        for text, num_merges in cases:
+            call = f"train_bpe({_shown(text)}, {num_merges})"
+            expected = bpe_merges(text, num_merges, units="bytes")
+            try:
+                merges = _expect_merges(_call(train_bpe, text, num_merges, call=call), call)
+            except CheckFailed as failure:
+                if len(expected) < num_merges and failure.__cause__ is not None:  # a crash, where pairs run out
+                    raise CheckFailed(
+                        f"{failure}\nAfter {len(expected)} merges no pair is left: stop early when count_pairs "
+                        "returns an empty dict."
+                    ) from failure.__cause__
+                raise
+            if merges != expected:
+                _diagnose_training(merges, text, num_merges, call)
+    passed("train_bpe", "every merge is the most frequent pair at its step (ties: first occurrence), ids from 256")
+
+
+def _expect_merges(result, call: str) -> list[tuple[int, int]]:
+    if not isinstance(result, list) or not all(
+        isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(i, int) for i in pair) for pair in result
+    ):
+        raise CheckFailed(f"{call} must return a list of pairs (a, b), each a tuple of two ints; got {_shown(result)}.")
+    return result
+
+
+def _diagnose_training(merges: list[tuple[int, int]], text: str, num_merges: int, call: str) -> None:
+    if merges == bpe_merges(text, num_merges, units="characters"):
+        raise CheckFailed(
+            f"{call}: you trained on characters (ord of each one). Start from the UTF-8 bytes, "
+            "list(text.encode()): ids 0 … 255 are bytes, and a character such as 'é' is two of them."
+        )
+    expected = bpe_merges(text, num_merges, units="bytes")
+    ids = list(text.encode())
+    for step, best in enumerate(expected):
+        counts = pair_counts(ids, overlapping=True)
+        if step >= len(merges):
+            raise CheckFailed(
+                f"{call} returned {len(merges)} merges, but after them the sequence still holds pairs ({best} "
+                f"occurs {_times(counts[best])}); stop before num_merges only when no pair is left."
+            )
+        _expect_step(merges[step], best, counts, ids, step, call)
+        ids = _merged(ids, best, FIRST_NEW_ID + step)
+    raise CheckFailed(
+        f"{call} returned {len(merges)} merges; expected {len(expected)}: "
+        + ("at most num_merges." if len(expected) == num_merges else "after those, no pair is left to merge.")
+    )
+
+
+def _expect_step(pair: tuple, best: tuple, counts: dict, ids: list[int], step: int, call: str) -> None:
+    if pair == best:
+        return
+    applied = {0: "", 1: " (with merge 0 applied)"}.get(step, f" (with merges 0 … {step - 1} applied)")
+    where = f"{call}, merge {step}{applied}"
+    for offset, start in ((1, 255), (-1, 257)):
+        if tuple(i + offset if i >= start else i for i in pair) == best:
+            raise CheckFailed(
+                f"{where}: you merged {pair}, the right pair with the wrong ids: new ids start at 256, merge i "
+                f"creates id 256 + i (yours start at {start}); expected {best}."
+            )
+    if counts.get(pair) == counts[best]:
+        raise CheckFailed(
+            f"{where}: {pair} and {best} both occur {_times(counts[best])}, and {best} occurs first in the sequence. "
+            "Break ties by first occurrence: max(counts, key=counts.get) does that when counts were filled from "
+            "left to right (not by the smallest pair, nor by the last occurrence)."
+        )
+    if pair not in counts:
+        raise CheckFailed(
+            f"{where}: {pair} does not occur in the sequence at that step; expected {best}, which occurs "
+            f"{_times(counts[best])}. Merge each chosen pair into the sequence before counting again."
+        )
+    once = pair_counts(ids, overlapping=False)
+    hint = (
+        " Overlapping occurrences count too: (a, a) occurs twice in a, a, a."
+        if once.get(pair) == max(once.values())
+        else ""
+    )
+    raise CheckFailed(
+        f"{where}: {pair} occurs {_times(counts[pair])}, but {best} occurs {_times(counts[best])}: merge the most "
+        f"frequent pair.{hint}"
+    )
+
+
+# Exercise 4 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_encode(encode: Callable, seed: int = 0) -> None:
+    """Compare with the tokenizers library's BPE model built from the same merges, on hand cases and random texts
+    (emoji, combining accents, CJK, runs of one letter). Uses correct count_pairs and merge."""
+    rng = random.Random(seed)
+    runs = [(97, 97), (256, 97), (256, 256)]  # aa, aaa, aaaa
+    ab_bc = [(97, 98), (98, 99)]  # "bc" is more frequent than "ab" in "abcbcbc", but learned later
+    cases = [("", runs), ("héllo", []), ("aaaaa", runs[:2]), ("aaaaaaa", runs), ("ab", [(98, 97)]), ("abcbcbc", ab_bc)]
+    for _ in range(3):
+        merges = bpe_merges(random_text(rng, 100), 30, units="bytes")
+        cases += [(random_text(rng, rng.randint(5, 80)), merges) for _ in range(4)]
+        cases.append(("".join(rng.choice("abc ") for _ in range(rng.randint(10, 60))), merges))  # other frequencies
+        cases += [("a" * rng.randint(2, 20), merges), (" the " * rng.randint(1, 5), merges)]
+    with earlier_exercises_replaced(encode, "count_pairs", "merge"):
+        for text, merges in cases:
+            call = f"encode({_shown(text)}, merges={_shown(merges)})"
+            ids = _expect_ids(_call(encode, text, merges, call=call), call)
+            expected = _expected_encoding(text, merges)
+            if ids != expected:
+                _diagnose_encoding(ids, expected, text, merges, call)
+    passed("encode", "the same ids as the tokenizers library's BPE with the same merges")
+
+
+def _expected_encoding(text: str, merges: list[tuple[int, int]]) -> list[int]:
+    """The tokenizers library's ids; where two merges make the same bytes (which it cannot represent), the plain
+    encoding, which the tests show agrees with it everywhere else."""
+    if without_repeated_tokens(merges) == merges:
+        return huggingface_ids(huggingface_bpe(merges), text)
+    return bpe_encoded(text, merges, order="learned")
+
+
+def _diagnose_encoding(ids: list[int], expected: list[int], text: str, merges: list, call: str) -> None:
+    table = token_bytes(merges)
+    if all(0 <= i < len(table) for i in ids) and b"".join(table[i] for i in ids) == text.encode():
+        by_count = bpe_encoded(text, merges, order="by count")
+        if ids == bpe_encoded(text, merges, order="reversed") and ids != by_count:
+            raise CheckFailed(
+                f"{call}: you applied the merges from the last learned to the first. A later merge joins tokens "
+                "that earlier merges create, so apply them in learned order, lowest rank (id) first "
+                f"({_first_difference(ids, expected)})."
+            )
+        raise CheckFailed(
+            f"{call}: your ids spell the right bytes, but they are not BPE's encoding: the merges were applied in "
+            "another order than the one in which they were learned"
+            + (", the pair most frequent in this text first" if ids == by_count else "")
+            + ". The order learned on the training text decides: apply merge 0 first, then merge 1, …, or "
+            f"repeatedly the lowest-ranked pair present ({_first_difference(ids, expected)})."
+        )
+    raise CheckFailed(
+        f"{call}: your ids do not spell the text's UTF-8 bytes (merge i stands for the bytes of its pair and has id "
+        f"256 + i); {_first_difference(ids, expected)}."
+    )
+
+
+# Exercise 5 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_decode(decode: Callable, seed: int = 0) -> None:
+    """Check the bytes of every id, a character split across tokens, ids that end inside a character
+    (errors="replace"), and decode(encode(s)) == s for random Unicode strings and the empty string."""
+    rng = random.Random(seed)
+    merges = bpe_merges(random_text(rng, 150) + "€🙂€🙂", 40, units="bytes")
+    euro = list("€".encode())  # three bytes
+    cases = [
+        ([], "the empty list"),
+        (list(b"caf\xc3\xa9"), "bytes only"),
+        (euro, "the three bytes of '€', one token each"),
+        (bpe_encoded("the 🙂 the é€", merges, order="learned"), "merged tokens"),
+        (euro[:2], "a character cut short"),
+        (euro[1:] + euro, "bytes that begin in the middle of a character"),
+    ]
+    for _ in range(6):
+        text = random_text(rng, rng.randint(1, 40))
+        cases.append((bpe_encoded(text, merges, order="learned"), "the ids of a random text"))
+    for ids, what in cases:
+        call = f"decode({_shown(ids)}, merges) ({what})"
+        expected = b"".join(token_bytes(merges)[i] for i in ids).decode("utf-8", errors="replace")
+        try:
+            text = _call(decode, ids, merges, call=call)
+        except CheckFailed as failure:
+            _explain_decode_crash(failure, ids, call)
+            raise
+        if not isinstance(text, str):
+            raise CheckFailed(f"{call} must return a str, got {type(text).__name__}.")
+        if text != expected:
+            _diagnose_decoding(text, expected, ids, merges, call)
+    passed("decode", "decode(encode(s)) == s for any Unicode text; bytes that end inside a character become '\ufffd'")
+
+
+def _explain_decode_crash(failure: CheckFailed, ids: list[int], call: str) -> None:
+    if isinstance(failure.__cause__, UnicodeDecodeError):
+        raise CheckFailed(
+            f"{call} raised UnicodeDecodeError: these bytes end or start inside a character. Decode with "
+            "errors=\"replace\", which writes '\ufffd' for them: a model can generate any ids, not only the ids of "
+            "valid text."
+        ) from failure.__cause__
+    if any(i >= FIRST_NEW_ID for i in ids) and not isinstance(failure.__cause__, NotImplementedError | type(None)):
+        raise CheckFailed(
+            f"{failure}\nIds 256 and above are merged tokens: id 256 + i stands for the bytes of merges[i]'s two ids, "
+            "which may be merged tokens too."
+        ) from failure.__cause__
+
+
+def _diagnose_decoding(text: str, expected: str, ids: list[int], merges: list, call: str) -> None:
+    table = token_bytes(merges)
+    separately = "".join(table[i].decode("utf-8", errors="replace") for i in ids)
+    if text == separately:
+        raise CheckFailed(
+            f"{call} gave {_shown(text)}: you decoded each token on its own, which breaks a character whose bytes "
+            f"are split across tokens. Join all the bytes first, then decode once (expected {_shown(expected)})."
+        )
+    dropped = b"".join(table[i] for i in ids if i < FIRST_NEW_ID).decode("utf-8", errors="replace")
+    if text == dropped:
+        raise CheckFailed(
+            f"{call} gave {_shown(text)}: the merged ids (256 and above) were left out; id 256 + i stands for the "
+            f"bytes of merges[i]'s two ids (expected {_shown(expected)})."
+        )
+    raise CheckFailed(f"{call} gave {_shown(text)}, expected {_shown(expected)}.")

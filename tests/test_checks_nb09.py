@@ -1,0 +1,193 @@
+"""The checks of notebook 09 accept correct answers written in other ways, explain stubs, and rest on an oracle that
+agrees with a plain implementation.
+
+(Kept wrong answers are rejected: tests/test_wrong_answers.py.)
+"""
+
+import collections
+import random
+
+import pytest
+
+from tests.stubs import raise_not_implemented
+from transformer_course.checks import CheckFailed, NotImplementedYet, nb09, stand_ins
+
+
+def count_pairs_with_counter(ids):
+    return collections.Counter(zip(ids, ids[1:], strict=False))
+
+
+def merge_with_a_flag(ids, pair, new_id):
+    merged, skip = [], False
+    for i, current in enumerate(ids):
+        if skip:
+            skip = False
+        elif i + 1 < len(ids) and current == pair[0] and ids[i + 1] == pair[1]:
+            merged.append(new_id)
+            skip = True
+        else:
+            merged.append(current)
+    return merged
+
+
+def train_bpe_with_a_dict_of_merges(text, num_merges):
+    """minbpe's style: merges kept as {pair: new id}; a dict keeps the order in which they were learned."""
+    ids = list(bytearray(text, "utf-8"))
+    merges = {}
+    while len(merges) < num_merges and len(ids) > 1:
+        counts = collections.Counter(zip(ids, ids[1:], strict=False))
+        pair = counts.most_common(1)[0][0]  # the first of the most frequent, as max() gives
+        merges[pair] = 256 + len(merges)
+        ids = merge_with_a_flag(ids, pair, merges[pair])
+    return list(merges)
+
+
+def encode_by_lowest_rank(text, merges):
+    """GPT-2's style: merge the pair present whose merge was learned first, until no learned pair is left."""
+    rank = {pair: i for i, pair in enumerate(merges)}
+    ids = list(text.encode("utf-8"))
+    while len(ids) > 1:
+        pair = min(zip(ids, ids[1:], strict=False), key=lambda p: rank.get(p, float("inf")))
+        if pair not in rank:
+            break
+        ids = merge_with_a_flag(ids, pair, 256 + rank[pair])
+    return ids
+
+
+def decode_with_a_bytearray(ids, merges):
+    pieces = {i: bytes([i]) for i in range(256)}
+    for i, (first, second) in enumerate(merges):
+        pieces[256 + i] = pieces[first] + pieces[second]
+    out = bytearray()
+    for i in ids:
+        out += pieces[i]
+    return out.decode("utf-8", "replace")
+
+
+def test_checks_accept_correct_answers_written_differently():
+    for seed in (0, 1, 2):
+        nb09.check_count_pairs(count_pairs_with_counter, seed=seed)
+        nb09.check_merge(merge_with_a_flag, seed=seed)
+        nb09.check_train_bpe(train_bpe_with_a_dict_of_merges, seed=seed)
+        nb09.check_encode(encode_by_lowest_rank, seed=seed)
+        nb09.check_decode(decode_with_a_bytearray, seed=seed)
+
+
+def test_the_stand_ins_pass_their_checks():
+    nb09.check_count_pairs(stand_ins.count_pairs)
+    nb09.check_merge(stand_ins.merge)
+
+
+# What train_bpe and encode below find under these names, as a learner's notebook would: broken on purpose.
+def count_pairs(ids):
+    raise NotImplementedError()
+
+
+def merge(ids, pair, new_id):
+    return ids
+
+
+def train_bpe_calling_the_notebooks_functions(text, num_merges):
+    ids, merges = list(text.encode()), []
+    for i in range(num_merges):
+        counts = count_pairs(ids)
+        if not counts:
+            break
+        merges.append(max(counts, key=counts.get))
+        ids = merge(ids, merges[-1], 256 + i)
+    return merges
+
+
+def encode_calling_merge(text, merges):
+    ids = list(text.encode())
+    for i, pair in enumerate(merges):
+        ids = merge(ids, pair, 256 + i)
+    return ids
+
+
+def test_train_bpe_and_encode_are_graded_with_correct_count_pairs_and_merge():
+    nb09.check_train_bpe(train_bpe_calling_the_notebooks_functions)
+    nb09.check_encode(encode_calling_merge)
+    assert merge([1, 2], (1, 2), 256) == [1, 2]  # the broken versions are back afterwards
+
+
+@pytest.mark.parametrize(
+    "check", [nb09.check_count_pairs, nb09.check_merge, nb09.check_train_bpe, nb09.check_encode, nb09.check_decode]
+)
+def test_a_stub_is_reported_as_not_implemented_yet(check):
+    with pytest.raises(NotImplementedYet, match="is not implemented yet"):
+        check(raise_not_implemented)
+
+
+def test_a_function_that_changes_its_input_list_is_named():
+    def count_pairs_emptying_the_list(ids):
+        counts = count_pairs_with_counter(ids)
+        ids.clear()
+        return counts
+
+    with pytest.raises(CheckFailed, match="changed its input list in place"):
+        nb09.check_count_pairs(count_pairs_emptying_the_list)
+
+
+def test_the_oracle_agrees_with_a_plain_encoding_on_many_random_cases():
+    rng = random.Random(0)
+    compared = 0
+    for _ in range(150):
+        merges = nb09.bpe_merges(nb09.random_text(rng, rng.randint(0, 80)), rng.randint(0, 40), units="bytes")
+        merges = nb09.without_repeated_tokens(merges)
+        oracle = nb09.huggingface_bpe(merges)
+        texts = [nb09.random_text(rng, rng.randint(0, 60)), "a" * rng.randint(0, 40), "aaaa ab" * rng.randint(1, 5)]
+        for text in texts:
+            plain = nb09.bpe_encoded(text, merges, order="learned")
+            assert nb09.huggingface_ids(oracle, text) == plain == encode_by_lowest_rank(text, merges), (text, merges)
+            compared += 1
+    assert compared == 450
+
+
+def test_runs_of_one_letter_merge_from_the_left_in_the_oracle_too():
+    assert nb09.huggingface_ids(nb09.huggingface_bpe([(97, 97)]), "aaa") == [256, 97]
+    oracle = nb09.huggingface_bpe([(97, 97), (256, 97)])
+    assert nb09.huggingface_ids(oracle, "aaa") == [257]
+    assert nb09.huggingface_ids(oracle, "aaaaa") == [256, 257]
+
+
+def test_merges_that_make_the_same_bytes_are_left_out_of_the_oracle():
+    merges = [(97, 98), (98, 99), (256, 99), (97, 257)]  # "abc" twice: "ab" + "c" and "a" + "bc"
+    with pytest.raises(ValueError, match="same bytes"):
+        nb09.huggingface_bpe(merges)
+    assert nb09.without_repeated_tokens(merges) == merges[:3]
+    for text in ["abc", "aabcbc", "abcabc"]:  # the check falls back to the plain encoding
+        assert nb09._expected_encoding(text, merges) == encode_by_lowest_rank(text, merges)
+
+
+def test_the_tie_break_is_first_occurrence():
+    assert nb09.bpe_merges("dc ab", 1, units="bytes") == [(100, 99)]
+    assert nb09.bpe_merges("aaaa", 5, units="bytes") == [(97, 97), (256, 256)]
+    assert nb09.pair_counts([5, 5, 5], overlapping=True) == {(5, 5): 2}
+    assert nb09.pair_counts([5, 5, 5, 5], overlapping=False) == {(5, 5): 2}
+
+
+@pytest.mark.parametrize(
+    ("check", "answer"),
+    [
+        (nb09.check_count_pairs, count_pairs_with_counter),
+        (nb09.check_merge, merge_with_a_flag),
+        (nb09.check_train_bpe, train_bpe_with_a_dict_of_merges),
+        (nb09.check_encode, encode_by_lowest_rank),
+        (nb09.check_decode, decode_with_a_bytearray),
+    ],
+)
+def test_the_hidden_tests_seeds_change_the_inputs(check, answer):
+    """A hidden test calls the check with another seed: it must try other inputs, not re-run the visible test."""
+
+    def recorded(seed):
+        calls = []
+
+        def recording(*args):
+            calls.append(repr(args))
+            return answer(*args)
+
+        check(recording, seed=seed)
+        return calls
+
+    assert recorded(0) != recorded(1)

@@ -1,0 +1,222 @@
+"""Wrong answers to notebook 09: counting and merging pairs, training BPE, encoding and decoding."""
+
+# Later exercises call earlier ones by name, as they do in the notebook; these stand for those names.
+from transformer_course.checks.stand_ins import count_pairs, merge
+from wrong_answers import wrong_answer
+
+ASSIGNMENT = "09_tokenization"
+
+# Exercise 1: count_pairs ---------------------------------------------------------------------------------
+
+
+@wrong_answer("count_pairs", message="you counted overlapping occurrences once")
+def count_pairs_skipping_overlaps(ids):
+    counts = {}
+    last_counted = {}
+    for i in range(len(ids) - 1):
+        pair = (ids[i], ids[i + 1])
+        if last_counted.get(pair) == i - 1:  # the same pair just before: one occurrence, not two
+            continue
+        counts[pair] = counts.get(pair, 0) + 1
+        last_counted[pair] = i
+    return counts
+
+
+@wrong_answer("count_pairs", message="the last pair")
+def count_pairs_stopping_one_position_early(ids):
+    counts = {}
+    for i in range(len(ids) - 2):
+        pair = (ids[i], ids[i + 1])
+        counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
+@wrong_answer("count_pairs", message="order of their first occurrence")
+def count_pairs_sorted(ids):
+    counts = {}
+    for pair in zip(ids, ids[1:]):
+        counts[pair] = counts.get(pair, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+# Exercise 2: merge ---------------------------------------------------------------------------------------
+
+
+@wrong_answer("merge", message="you merged overlapping occurrences")
+def merge_overlapping_occurrences(ids, pair, new_id):
+    merged = []
+    i = 0
+    while i < len(ids):
+        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+            merged.append(new_id)
+            if i + 2 < len(ids) and (ids[i + 1], ids[i + 2]) == pair:
+                i += 1  # the next position starts the pair too: replace it as well
+            else:
+                i += 2
+        else:
+            merged.append(ids[i])
+            i += 1
+    return merged
+
+
+@wrong_answer("merge", message="the last id was dropped")
+def merge_forgetting_the_last_id(ids, pair, new_id):
+    merged = []
+    i = 0
+    while i < len(ids) - 1:
+        if (ids[i], ids[i + 1]) == pair:
+            merged.append(new_id)
+            i += 2
+        else:
+            merged.append(ids[i])
+            i += 1
+    return merged
+
+
+# Exercise 3: train_bpe -----------------------------------------------------------------------------------
+
+
+@wrong_answer("train_bpe", message="Break ties by first occurrence")
+def train_bpe_breaking_ties_by_the_smallest_pair(text, num_merges):
+    ids = list(text.encode())
+    merges = []
+    for i in range(num_merges):
+        counts = count_pairs(ids)
+        if not counts:
+            break
+        pair = max(counts, key=lambda p: (counts[p], -p[0], -p[1]))
+        ids = merge(ids, pair, 256 + i)
+        merges.append(pair)
+    return merges
+
+
+@wrong_answer("train_bpe", message="Break ties by first occurrence")
+def train_bpe_breaking_ties_by_the_last_occurrence(text, num_merges):
+    ids = list(text.encode())
+    merges = []
+    for i in range(num_merges):
+        counts = count_pairs(ids)
+        if not counts:
+            break
+        best = None
+        for pair, count in counts.items():
+            if best is None or count >= counts[best]:
+                best = pair
+        ids = merge(ids, best, 256 + i)
+        merges.append(best)
+    return merges
+
+
+@wrong_answer("train_bpe", message="yours start at 255")
+def train_bpe_with_ids_from_255(text, num_merges):
+    ids = list(text.encode())
+    merges = []
+    for i in range(num_merges):
+        counts = count_pairs(ids)
+        if not counts:
+            break
+        pair = max(counts, key=counts.get)
+        ids = merge(ids, pair, 255 + i)
+        merges.append(pair)
+    return merges
+
+
+@wrong_answer("train_bpe", message="yours start at 257")
+def train_bpe_with_ids_from_257(text, num_merges):
+    ids = list(text.encode())
+    merges = []
+    for i in range(1, num_merges + 1):
+        counts = count_pairs(ids)
+        if not counts:
+            break
+        pair = max(counts, key=counts.get)
+        ids = merge(ids, pair, 256 + i)
+        merges.append(pair)
+    return merges
+
+
+@wrong_answer("train_bpe", message="you trained on characters")
+def train_bpe_on_characters(text, num_merges):
+    ids = [ord(character) for character in text]
+    merges = []
+    for i in range(num_merges):
+        counts = count_pairs(ids)
+        if not counts:
+            break
+        pair = max(counts, key=counts.get)
+        ids = merge(ids, pair, 256 + i)
+        merges.append(pair)
+    return merges
+
+
+@wrong_answer("train_bpe", message="stop early when count_pairs returns an empty dict")
+def train_bpe_without_stopping(text, num_merges):
+    ids = list(text.encode())
+    merges = []
+    for i in range(num_merges):
+        counts = count_pairs(ids)
+        pair = max(counts, key=counts.get)
+        ids = merge(ids, pair, 256 + i)
+        merges.append(pair)
+    return merges
+
+
+# Exercise 4: encode --------------------------------------------------------------------------------------
+
+
+@wrong_answer("encode", message="another order than the one in which they were learned")
+def encode_most_frequent_pair_first(text, merges):
+    ids = list(text.encode())
+    while True:
+        counts = count_pairs(ids)
+        known = [pair for pair in counts if pair in merges]
+        if not known:
+            return ids
+        pair = max(known, key=counts.get)
+        ids = merge(ids, pair, 256 + merges.index(pair))
+
+
+@wrong_answer("encode", message="from the last learned to the first")
+def encode_in_reverse_order(text, merges):
+    ids = list(text.encode())
+    for i in reversed(range(len(merges))):
+        ids = merge(ids, merges[i], 256 + i)
+    return ids
+
+
+@wrong_answer("encode", message="another order than the one in which they were learned")
+def encode_by_sorted_pairs(text, merges):
+    ids = list(text.encode())
+    for pair in sorted(merges):
+        ids = merge(ids, pair, 256 + merges.index(pair))
+    return ids
+
+
+# Exercise 5: decode --------------------------------------------------------------------------------------
+
+
+@wrong_answer("decode", message="you decoded each token on its own")
+def decode_token_by_token(ids, merges):
+    vocab = [bytes([b]) for b in range(256)]
+    for first, second in merges:
+        vocab.append(vocab[first] + vocab[second])
+    return "".join(vocab[i].decode("utf-8", errors="replace") for i in ids)
+
+
+@wrong_answer("decode", message='errors="replace"')
+def decode_without_replacing_errors(ids, merges):
+    vocab = [bytes([b]) for b in range(256)]
+    for first, second in merges:
+        vocab.append(vocab[first] + vocab[second])
+    return b"".join(vocab[i] for i in ids).decode("utf-8")
+
+
+@wrong_answer("decode", message="Ids 256 and above are merged tokens")
+def decode_bytes_only(ids, merges):
+    vocab = {b: bytes([b]) for b in range(256)}
+    return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")
+
+
+@wrong_answer("decode", message="the merged ids (256 and above) were left out")
+def decode_skipping_merged_ids(ids, merges):
+    return bytes(i for i in ids if i < 256).decode("utf-8", errors="replace")

@@ -1,4 +1,4 @@
-"""The training loop of notebook 08, around the learner's loss and learning-rate schedule."""
+"""The training loop of notebooks 08 and 10, around the learner's loss and learning-rate schedule."""
 
 import copy
 import math
@@ -28,8 +28,8 @@ class History:
 
 def train(
     model: nn.Module,
-    batches: Iterator[tuple[torch.Tensor, torch.Tensor]],
-    loss_of_batch: Callable[[nn.Module, torch.Tensor, torch.Tensor], torch.Tensor],
+    batches: Iterator[tuple[torch.Tensor, ...]],
+    loss_of_batch: Callable[..., torch.Tensor],
     learning_rate: Callable[[int], float],
     steps: int,
     evaluate: Callable[[nn.Module], float] | None = None,
@@ -37,8 +37,9 @@ def train(
     clip: float = 1.0,
 ) -> History:
     """Train with Adam (β = 0.9, 0.98), the given learning rate at every step (counted from 1) and gradient
-    clipping. Every ``every`` steps and at the end, ``evaluate`` scores the model (higher is better); the
-    model ends with the weights that scored best, since the score does not always rise.
+    clipping. Each batch is a tuple of tensors, and the loss is ``loss_of_batch(model, *batch)``: (src, tgt) in
+    notebook 08, (windows,) in notebook 10. Every ``every`` steps and at the end, ``evaluate`` scores the model
+    (higher is better); the model ends with the weights that scored best, since the score does not always rise.
 
     A progress bar shows the loss and the speed; nothing here is random, so the same seeds give the same run.
     """
@@ -47,7 +48,7 @@ def train(
     progress = tqdm(range(1, steps + 1), desc="training", unit="step", file=sys.stdout, mininterval=2.0)
     for step in progress:
         started = time.perf_counter()
-        loss = _update(model, optimizer, *next(batches), loss_of_batch, learning_rate(step), clip)
+        loss = _update(model, optimizer, next(batches), loss_of_batch, learning_rate(step), clip)
         history.training_seconds += time.perf_counter() - started
         history.losses.append(loss)
         if evaluate is not None and (step % every == 0 or step == steps):
@@ -63,11 +64,11 @@ def train(
     return history
 
 
-def _update(model, optimizer, src, tgt, loss_of_batch, learning_rate: float, clip: float) -> float:
+def _update(model, optimizer, batch: tuple, loss_of_batch, learning_rate: float, clip: float) -> float:
     for group in optimizer.param_groups:
         group["lr"] = learning_rate
     model.train()
-    loss = loss_of_batch(model, src, tgt)
+    loss = loss_of_batch(model, *batch)
     optimizer.zero_grad()
     loss.backward()
     nn.utils.clip_grad_norm_(model.parameters(), clip)

@@ -12,10 +12,11 @@ import itertools
 import torch
 
 from ..reference import Decoder, DecoderLayer, EncoderLayer, FeedForward, LayerNorm
+from ..reference.nb10_gpt import GPTBlock
 from . import pytorch_attention
 from .nb04 import real_positions, visible_to_causal_attention
 
-__all__ = [  # by notebook: 01, 02, 03, 04, 06, 07, 09
+__all__ = [  # by notebook: 01, 02, 03, 04, 06, 07, 09, 10
     "softmax",
     "attention_weights",
     "scaled_dot_product_attention",
@@ -30,6 +31,8 @@ __all__ = [  # by notebook: 01, 02, 03, 04, 06, 07, 09
     "Decoder",
     "count_pairs",  # notebook 09
     "merge",  # notebook 09
+    "GPTBlock",  # notebook 10
+    "next_token_probabilities",  # notebook 10
 ]
 
 
@@ -87,3 +90,20 @@ def merge(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
             merged.append(current)
             just_merged = False
     return merged
+
+
+def next_token_probabilities(logits, temperature=1.0, top_k=None, top_p=None):
+    """Notebook 10: temperature, then top-k, then top-p (the order of transformers' generate), renormalised;
+    temperature 0 puts all the probability on the argmax. Plain PyTorch: this module must not import transformers,
+    which every notebook's checks would then wait for."""
+    if temperature == 0:
+        return torch.zeros_like(logits).scatter(-1, logits.argmax(dim=-1, keepdim=True), 1.0)  # (batch, vocab)
+    scores = logits / temperature  # (batch, vocab)
+    if top_k is not None and top_k < scores.shape[-1]:
+        kth_best = scores.topk(top_k, dim=-1).values[..., -1:]  # (batch, 1)
+        scores = scores.masked_fill(scores < kth_best, float("-inf"))
+    if top_p is not None:
+        probs, order = scores.softmax(dim=-1).sort(dim=-1, descending=True)  # (batch, vocab) each
+        reached = probs.cumsum(dim=-1) - probs >= top_p  # the more probable tokens already hold top_p
+        scores = scores.masked_fill(torch.zeros_like(reached).scatter(-1, order, reached), float("-inf"))
+    return scores.softmax(dim=-1)  # (batch, vocab)

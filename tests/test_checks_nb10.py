@@ -1,0 +1,383 @@
+"""The checks of notebook 10 (the GPT block, the model, the next-token loss, sampling) accept the reference code
+and correct answers written in other ways, grade each exercise on its own, vary with their seed, and explain stubs.
+
+(Kept wrong answers are rejected: tests/test_wrong_answers.py; the solution notebook passes the checks when CI
+executes it.)
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from autograder.submissions import solution_code, solution_notebooks
+from tests.check_probes import hidden_seeds, what_the_learner_gets
+from tests.stubs import StubModule, raise_not_implemented
+from transformer_course import checks
+from transformer_course.checks import CheckFailed, NotImplementedYet, nb10
+from transformer_course.reference import LayerNorm, MultiHeadAttention
+from transformer_course.reference.nb10_gpt import GPT, GPTBlock
+
+ASSIGNMENT = "10_gpt"
+
+
+class MLPWithNamedLayers(nn.Module):
+    def __init__(self, d_model):
+        super().__init__()
+        self.fc = nn.Linear(d_model, 4 * d_model)
+        self.proj = nn.Linear(4 * d_model, d_model)
+
+    def forward(self, x):
+        return self.proj(F.gelu(self.fc(x)))
+
+
+class BlockWithCourseNormsAndANamedMLP(nn.Module):
+    """The reference LayerNorm, an MLP with named linears and F.gelu, the mask from torch.tril with a batch axis,
+    the attention called by keyword."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.ln_1 = LayerNorm(d_model)
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_2 = LayerNorm(d_model)
+        self.mlp = MLPWithNamedLayers(d_model)
+
+    def forward(self, x):
+        seq = x.shape[-2]
+        visible = torch.tril(torch.ones(seq, seq)).bool()[None]  # (1, seq, seq)
+        attended, _ = self.attention(x=self.ln_1(x), mask=visible)
+        h = x + attended
+        return h + self.mlp(self.ln_2(h))
+
+
+class BlockWithTheMaskFromIndices(nn.Module):
+    """The mask compared from position indices; the MLP's layers in an nn.ModuleDict, the exact GELU as a module."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_1 = nn.LayerNorm(d_model)
+        self.ln_2 = nn.LayerNorm(d_model)
+        self.mlp = nn.ModuleDict(
+            {
+                "up": nn.Linear(d_model, 4 * d_model),
+                "act": nn.GELU(approximate="none"),
+                "down": nn.Linear(4 * d_model, d_model),
+            }
+        )
+
+    def forward(self, x):
+        positions = torch.arange(x.size(1))
+        may_attend = positions[None, :] <= positions[:, None]  # (seq, seq): key j no later than query i
+        x = x + self.attention(self.ln_1(x), mask=may_attend)[0]
+        mlp = self.mlp
+        return x + mlp["down"](mlp["act"](mlp["up"](self.ln_2(x))))
+
+
+class GPTTiedTheOtherWay(nn.Module):
+    """The embedding takes the output layer's Parameter (initialised after tying), course LayerNorm, blocks added in
+    a loop, positions broadcast with a batch axis."""
+
+    def __init__(self, vocab_size, block_size, d_model, num_heads, num_layers):
+        super().__init__()
+        self.context = block_size
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        self.token_embedding.weight = self.lm_head.weight
+        self.position_embedding = nn.Embedding(block_size, d_model)
+        for table in (self.token_embedding, self.position_embedding):
+            nn.init.normal_(table.weight, mean=0.0, std=0.02)
+        self.blocks = nn.ModuleList()
+        for _ in range(num_layers):
+            self.blocks.append(BlockWithTheMaskFromIndices(d_model, num_heads))
+        self.ln_f = LayerNorm(d_model)
+
+    def forward(self, ids):
+        batch, seq = ids.shape
+        if seq > self.context:
+            raise ValueError("sequence longer than the context")
+        positions = torch.arange(seq).expand(batch, seq)  # (batch, seq)
+        x = self.token_embedding(ids) + self.position_embedding(positions)
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+def loss_by_reshape(logits, ids):
+    vocab = logits.size(-1)
+    return F.cross_entropy(logits[:, :-1, :].reshape(-1, vocab), ids[:, 1:].reshape(-1))
+
+
+def loss_with_the_vocabulary_second(logits, ids):
+    scores = logits[:, :-1].transpose(1, 2)  # (batch, vocab, seq - 1): F.cross_entropy's class axis is 1
+    return F.cross_entropy(scores, ids[:, 1:])
+
+
+def loss_by_log_softmax(logits, ids):
+    log_p = torch.log_softmax(logits, dim=-1)[:, :-1]  # (batch, seq - 1, vocab)
+    return -log_p.gather(2, ids[:, 1:].unsqueeze(-1)).mean()
+
+
+def test_checks_accept_the_reference_block_and_model():
+    nb10.check_gptblock(GPTBlock)
+    nb10.check_gpt(GPT)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(
+    ("check", "answer"),
+    [
+        (nb10.check_gptblock, BlockWithCourseNormsAndANamedMLP),
+        (nb10.check_gptblock, BlockWithTheMaskFromIndices),
+        (nb10.check_gpt, GPTTiedTheOtherWay),
+        (nb10.check_next_token_loss, loss_by_reshape),
+        (nb10.check_next_token_loss, loss_with_the_vocabulary_second),
+        (nb10.check_next_token_loss, loss_by_log_softmax),
+    ],
+)
+def test_checks_accept_correct_answers_written_differently(check, answer, seed):
+    check(answer, seed=seed)
+
+
+def solved_namespace() -> dict:
+    """The solution notebook's imports and its three exercises, as a notebook's namespace."""
+    notebook = next(iter(solution_notebooks(ASSIGNMENT).values()))
+    namespace = {}
+    exec(next(cell.source for cell in notebook.cells if cell.cell_type == "code"), namespace)  # the imports
+    for exercise in ("GPTBlock", "GPT", "next_token_loss"):
+        exec(solution_code(ASSIGNMENT)[exercise], namespace)
+    return namespace
+
+
+def test_the_solutions_pass_and_a_correct_gpt_gets_its_points_while_the_block_is_a_stub():
+    namespace = solved_namespace()
+    nb10.check_gptblock(namespace["GPTBlock"])
+    nb10.check_next_token_loss(namespace["next_token_loss"])
+    namespace["GPTBlock"] = StubModule
+    nb10.check_gpt(namespace["GPT"])
+    assert namespace["GPTBlock"] is StubModule  # the notebook's own name is put back
+
+
+def test_without_stand_ins_the_gpt_check_names_the_learners_own_block(monkeypatch):
+    monkeypatch.setattr(checks, "stand_ins", None)  # as in a student release
+    namespace = solved_namespace()
+    nb10.check_gpt(namespace["GPT"])  # the learner's correct block: full marks
+    namespace["GPTBlock"] = StubModule
+    with pytest.raises(CheckFailed, match="This check used your own GPTBlock"):
+        nb10.check_gpt(namespace["GPT"])
+
+
+@pytest.mark.parametrize(
+    ("check", "stub"),
+    [
+        (nb10.check_gptblock, StubModule),
+        (nb10.check_gpt, StubModule),
+        (nb10.check_next_token_loss, raise_not_implemented),
+    ],
+)
+def test_a_stub_is_reported_as_not_implemented_yet(check, stub):
+    with pytest.raises(NotImplementedYet, match="is not implemented yet"):
+        check(stub)
+
+
+def test_a_block_whose_mlp_is_a_bare_function_is_told_what_to_hold():
+    class BlockWithAFunctionalMLP(BlockWithCourseNormsAndANamedMLP):
+        def __init__(self, d_model, num_heads):
+            super().__init__(d_model, num_heads)
+            self.mlp = nn.Identity()
+
+    with pytest.raises(CheckFailed, match="four times wider than the model. Found: no nn.Linear"):
+        nb10.check_gptblock(BlockWithAFunctionalMLP)
+
+
+def test_a_model_that_moves_to_another_dtype_and_back_stays_tied():
+    model = GPTTiedTheOtherWay(11, 8, 8, 2, 1).double().float()
+    assert model.lm_head.weight is model.token_embedding.weight
+    restored = GPTTiedTheOtherWay(11, 8, 8, 2, 1)
+    restored.load_state_dict(model.state_dict())
+    assert restored.lm_head.weight is restored.token_embedding.weight
+    assert torch.equal(restored.lm_head.weight, model.token_embedding.weight)
+
+
+@pytest.mark.parametrize(("check", "correct"), [(nb10.check_gptblock, GPTBlock), (nb10.check_gpt, GPT)])
+def test_every_hidden_test_gives_other_weights_and_inputs_than_the_visible_one(check, correct):
+    seeds = hidden_seeds(ASSIGNMENT, check.__name__)
+    assert seeds, f"the notebook has no hidden test of {check.__name__}"
+    visible = what_the_learner_gets(check, correct, seed=0)
+    for seed in seeds:
+        hidden = what_the_learner_gets(check, correct, seed=seed)
+        assert not any(map(torch.equal, visible.inputs, hidden.inputs)), f"seed={seed} gives the same inputs"
+        assert not any(map(torch.equal, visible.weights, hidden.weights)), f"seed={seed} gives the same weights"
+
+
+def test_the_hidden_tests_of_the_loss_give_other_logits_and_ids():
+    def first_call(seed):
+        calls = []
+
+        def recording(logits, ids):
+            calls.append((logits.detach().clone(), ids.clone()))
+            return loss_by_reshape(logits, ids)
+
+        nb10.check_next_token_loss(recording, seed=seed)
+        return calls[0]
+
+    seeds = hidden_seeds(ASSIGNMENT, "check_next_token_loss")
+    assert seeds
+    visible_logits, visible_ids = first_call(0)
+    for seed in seeds:
+        logits, ids = first_call(seed)
+        assert not torch.equal(logits, visible_logits) and not torch.equal(ids, visible_ids), f"seed={seed}"
+
+
+# Sampling: correct answers in other styles --------------------------------------------------------------
+
+
+def probabilities_by_masking(logits, temperature=1.0, top_k=None, top_p=None):
+    """The notebook's way: -inf logits for the removed tokens; top-p keeps a token while the more probable ones add
+    up to less than top_p."""
+    if temperature == 0:
+        return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).to(logits.dtype)
+    logits = logits / temperature
+    if top_k is not None:
+        kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None:
+        ordered, order = logits.softmax(dim=-1).sort(dim=-1, descending=True)
+        remove = ordered.cumsum(dim=-1) - ordered >= top_p
+        logits = logits.masked_fill(remove.scatter(-1, order, remove), float("-inf"))
+    return logits.softmax(dim=-1)
+
+
+def probabilities_by_renormalising(logits, temperature=1.0, top_k=None, top_p=None):
+    """Works on probabilities: from the log-probabilities divided by T, zeros for the removed tokens, the
+    shifted-mask style of top-p (remove where the total so far passes top_p, moved one place on), a division at the
+    end; float64."""
+    if temperature == 0:
+        probs = torch.zeros_like(logits)
+        probs[torch.arange(len(logits)), logits.argmax(dim=-1)] = 1.0
+        return probs
+    probs = (logits.double().log_softmax(dim=-1) / temperature).softmax(dim=-1)
+    if top_k is not None and top_k < probs.shape[-1]:
+        values, indices = torch.topk(probs, top_k, dim=-1)
+        probs = torch.zeros_like(probs).scatter(-1, indices, values)
+    if top_p is not None:
+        ordered, order = torch.sort(probs / probs.sum(dim=-1, keepdim=True), dim=-1, descending=True)
+        past = torch.cumsum(ordered, dim=-1) > top_p
+        remove = torch.zeros_like(past)
+        remove[:, 1:] = past[:, :-1]
+        probs = torch.where(remove.scatter(-1, order, remove), 0.0, probs)
+    return (probs / probs.sum(dim=-1, keepdim=True)).to(logits.dtype)
+
+
+def probabilities_row_by_row(logits, temperature=1.0, top_k=None, top_p=None):
+    """Plain Python over each row's sorted tokens."""
+    rows = []
+    for row in logits:
+        if temperature == 0:
+            rows.append(torch.eye(len(row), dtype=row.dtype)[row.argmax()])
+            continue
+        scaled = row / temperature
+        ranked = sorted(range(len(row)), key=lambda t: -scaled[t].item())
+        kept = ranked[: top_k or len(ranked)]
+        if top_p is not None:
+            probs = torch.softmax(scaled[kept], dim=0).tolist()
+            total, count = 0.0, 0
+            while count < len(kept) and (count == 0 or total < top_p):
+                total += probs[count]
+                count += 1
+            kept = kept[:count]
+        mask = torch.full_like(row, float("-inf"))
+        mask[kept] = 0.0
+        rows.append(torch.softmax(scaled + mask, dim=0))
+    return torch.stack(rows)
+
+
+def generate_by_concatenating(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    ids = prompt_ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = model(ids[:, -model.block_size :])[:, -1]
+            probs = next_token_probabilities(logits, temperature, top_k, top_p)  # noqa: F821 (the stand-in)
+            ids = torch.cat([ids, torch.multinomial(probs, 1, generator=generator)], dim=1)
+    return ids
+
+
+@torch.inference_mode()
+def generate_into_a_buffer(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None):
+    """Fills a preallocated tensor; greedy without drawing at all; its own filtering."""
+    batch, length = prompt_ids.shape
+    out = torch.empty(batch, length + max_new_tokens, dtype=torch.long)
+    out[:, :length] = prompt_ids
+    for end in range(length, length + max_new_tokens):
+        logits = model(out[:, max(0, end - model.block_size) : end])[:, -1, :]
+        if temperature == 0:
+            out[:, end] = logits.argmax(dim=-1)
+        else:
+            probs = probabilities_by_renormalising(logits, temperature, top_k, top_p)
+            out[:, end] = torch.multinomial(probs, num_samples=1, generator=generator).squeeze(1)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("check", "answer"),
+    [
+        (nb10.check_next_token_probabilities, probabilities_by_masking),
+        (nb10.check_next_token_probabilities, probabilities_by_renormalising),
+        (nb10.check_next_token_probabilities, probabilities_row_by_row),
+        (nb10.check_generate, generate_by_concatenating),
+        (nb10.check_generate, generate_into_a_buffer),
+    ],
+)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sampling_checks_accept_correct_answers_written_differently(check, answer, seed):
+    check(answer, seed=seed)
+
+
+@pytest.mark.parametrize("check", [nb10.check_next_token_probabilities, nb10.check_generate])
+def test_a_sampling_stub_is_reported_as_not_implemented_yet(check):
+    with pytest.raises(NotImplementedYet, match="is not implemented yet"):
+        check(raise_not_implemented)
+
+
+def test_the_sampling_checks_seed_changes_the_inputs():
+    def logits_seen(seed):
+        seen = []
+
+        def spy(logits, temperature=1.0, top_k=None, top_p=None):
+            seen.append(logits.clone())
+            return probabilities_by_masking(logits, temperature, top_k, top_p)
+
+        nb10.check_next_token_probabilities(spy, seed=seed)
+        return seen
+
+    def prompts_seen(seed):
+        seen = []
+
+        def spy(model, prompt_ids, *args, **kwargs):
+            seen.append(prompt_ids.clone())
+            return generate_by_concatenating(model, prompt_ids, *args, **kwargs)
+
+        nb10.check_generate(spy, seed=seed)
+        return seen
+
+    for seen in (logits_seen, prompts_seen):
+        first, second = seen(0), seen(1)
+        assert len(first) == len(second)
+        assert not torch.equal(first[0], second[0])
+
+
+def test_the_oracle_keeps_the_smallest_set_that_reaches_top_p():
+    """transformers' TopPLogitsWarper against the definition, at random and where a total equals top_p exactly
+    (probabilities that are sums of powers of 2 add up without rounding)."""
+    logits = torch.randn(50, 9, generator=torch.Generator().manual_seed(0)) * 2
+    probs = logits.softmax(dim=-1)
+    for top_p in (0.3, 0.6, 0.9):
+        expected = nb10._top_p_set(probs.double(), top_p)
+        assert torch.equal(nb10._warped_by_transformers(logits, heat=1.0, keep_k=None, keep_mass=top_p) > 0, expected)
+    exact = torch.tensor([[0.5, 0.25, 0.125, 0.0625, 0.0625]]).log()
+    assert (nb10._warped_by_transformers(exact, heat=1.0, keep_k=None, keep_mass=0.75) > 0).tolist() == [
+        [True, True, False, False, False]
+    ]
+    assert nb10._top_p_set(exact.softmax(dim=-1).double(), 0.75).tolist() == [[True, True, False, False, False]]

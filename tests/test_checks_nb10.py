@@ -199,6 +199,33 @@ def test_a_model_that_moves_to_another_dtype_and_back_stays_tied():
     assert torch.equal(restored.lm_head.weight, model.token_embedding.weight)
 
 
+class GPTWithOpenAIsPositionScale(GPT):
+    """OpenAI's GPT-2 code draws the positions with std 0.01, half the notebook's 0.02: close enough to pass."""
+
+    def __init__(self, vocab_size, block_size, d_model, num_heads, num_layers):
+        super().__init__(vocab_size, block_size, d_model, num_heads, num_layers)
+        nn.init.normal_(self.position_embedding.weight, std=0.01)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_positions_drawn_with_std_one_hundredth_always_pass(seed):
+    nb10.check_gpt(GPTWithOpenAIsPositionScale, seed=seed)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_a_mask_that_is_not_bool_is_named(dtype):
+    class BlockWithANumericMask(BlockWithTheMaskFromIndices):
+        def forward(self, x):
+            seq = x.shape[1]
+            causal = torch.ones(seq, seq, dtype=dtype).tril()  # 0/1 numbers, not bool
+            x = x + self.attention(self.ln_1(x), mask=causal)[0]
+            mlp = self.mlp
+            return x + mlp["down"](mlp["act"](mlp["up"](self.ln_2(x))))
+
+    with pytest.raises(CheckFailed, match=f"has dtype {dtype}; the mask must be a bool tensor"):
+        nb10.check_gptblock(BlockWithANumericMask)
+
+
 @pytest.mark.parametrize(("check", "correct"), [(nb10.check_gptblock, GPTBlock), (nb10.check_gpt, GPT)])
 def test_every_hidden_test_gives_other_weights_and_inputs_than_the_visible_one(check, correct):
     seeds = hidden_seeds(ASSIGNMENT, check.__name__)

@@ -153,6 +153,36 @@ class GPTBlockWithAnMLPOfWidthD(nn.Module):
         return x + self.mlp(self.ln_2(x))
 
 
+@wrong_answer("GPTBlock", message="has dtype torch.float32; the mask must be a bool tensor")
+class GPTBlockWithAFloatMask(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        causal = torch.tril(torch.ones(seq, seq))  # 0/1 floats, the habit of many tutorials
+        x = x + self.attention(self.ln_1(x), mask=causal)[0]
+        return x + self.mlp(self.ln_2(x))
+
+
+@wrong_answer("GPTBlock", message="returns a tuple (outputs, weights); add only its outputs to x")
+class GPTBlockAddingTheAttentionsTuple(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        causal = torch.ones(seq, seq, dtype=torch.bool).tril()
+        x = x + self.attention(self.ln_1(x), mask=causal)  # the [0] is missing
+        return x + self.mlp(self.ln_2(x))
+
+
 # Exercise 2: GPT -----------------------------------------------------------------------------------------
 
 

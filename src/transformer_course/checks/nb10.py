@@ -43,7 +43,7 @@ from . import (
 )
 
 EPS = 1e-5  # nn.LayerNorm's default, and GPT-2's layer_norm_epsilon
-INIT_STD = 0.02  # GPT-2's initialisation of the embedding tables, which the notebook asks for
+INIT_STD = 0.02  # Hugging Face's GPT-2 initialisation of the embedding tables, which the notebook asks for
 
 
 def language_model(config: GPT2Config) -> GPT2LMHeadModel:
@@ -98,7 +98,7 @@ def mlp_linears(mlp: nn.Module, d_model: int) -> tuple[nn.Linear, nn.Linear] | N
 
 def block_parameters(block: nn.Module, d_model: int, prefix: str = "") -> dict[str, torch.Tensor]:
     """A GPT block's parameters under the names GPT2Block gives them (Conv1D weights transposed)."""
-    attention = block.attention.attention  # the nn.MultiheadAttention inside Part I's MultiHeadAttention
+    attention = block.attention.attention  # the nn.MultiheadAttention inside notebook 03's MultiHeadAttention
     widen, narrow = mlp_linears(block.mlp, d_model)
     named = {
         "ln_1": norm_parameters(block.ln_1),
@@ -187,7 +187,7 @@ def check_gptblock(GPTBlock: type, seed: int = 0) -> None:  # noqa: N803 (a clas
         x = seeded_randn(batch, seq, d_model, seed=seed)  # (batch, seq, d_model)
         call = f"{call}(x) with x {shape_of(x)}"
         with torch.no_grad():
-            out = expect_tensor(call_learner(block, x, call=call), "GPTBlock", x.shape, x.dtype)
+            out = expect_tensor(_run_block(block, x, call=call), "GPTBlock", x.shape, x.dtype)
             _expect_causal(block, x, out, call, "outputs")
             twin = gpt2_block_twin(block, d_model, num_heads)
             expected = twin(x, attention_mask=causal_bias(seq))
@@ -197,10 +197,41 @@ def check_gptblock(GPTBlock: type, seed: int = 0) -> None:  # noqa: N803 (a clas
     passed("GPTBlock", "equals GPT-2's block: pre-LN, causal attention, exact GELU in an MLP of width 4 · d_model")
 
 
+def _run_block(block: nn.Module, x: torch.Tensor, *, call: str) -> torch.Tensor:
+    """The learner's block on x. Two mistakes raise a TypeError inside code the learner did not write, so they get
+    a message of their own: a mask that is not bool (the reference attention inverts it with ~), and the attention's
+    (outputs, weights) tuple used as a tensor."""
+    masks = []
+
+    def note_the_mask(module: nn.Module, args: tuple, kwargs: dict) -> None:
+        masks.append(kwargs["mask"] if "mask" in kwargs else (args[2] if len(args) > 2 else None))
+
+    hook = block.attention.register_forward_pre_hook(note_the_mask, with_kwargs=True)
+    try:
+        return call_learner(block, x, call=call)
+    except CheckFailed as failure:
+        cause = failure.__cause__
+        wrong_types = [mask.dtype for mask in masks if isinstance(mask, torch.Tensor) and mask.dtype != torch.bool]
+        if wrong_types:
+            raise CheckFailed(
+                f"{call}: the mask given to self.attention has dtype {wrong_types[0]}; the mask must be a bool "
+                "tensor, True where a position may attend, such as torch.ones(seq, seq, dtype=torch.bool).tril(). "
+                "A 0/1 float mask, torch.tril(torch.ones(seq, seq)), does not work here."
+            ) from cause
+        if isinstance(cause, TypeError) and "tuple" in str(cause):
+            raise CheckFailed(
+                f"{call} raised TypeError: {cause}. self.attention(...) returns a tuple (outputs, weights); add only "
+                "its outputs to x: self.attention(...)[0]."
+            ) from cause
+        raise
+    finally:
+        hook.remove()
+
+
 def _expect_block_parts(block: nn.Module, d_model: int, call: str) -> None:
     if not isinstance(getattr(block, "attention", None), MultiHeadAttention):
         raise CheckFailed(
-            f"{call} needs self.attention = MultiHeadAttention(d_model, num_heads), Part I's module from "
+            f"{call} needs self.attention = MultiHeadAttention(d_model, num_heads), notebook 03's module from "
             "transformer_course.reference (the check reads its weights)."
         )
     for name in ("ln_1", "ln_2"):
@@ -455,12 +486,14 @@ def _check_initial_scale(GPT: type, seed: int) -> None:  # noqa: N803
     model = built_with_seed(GPT, *sizes.values(), seed=seed, call=call)
     for name in ("token_embedding", "position_embedding"):
         std = getattr(model, name).weight.std().item()
-        if not 0.5 * INIT_STD < std < 2 * INIT_STD:
+        # The lower bound lets OpenAI's GPT-2 code pass too, which draws the positions with std 0.01: the std
+        # measured from 4 096 such draws is within 0.0005 of 0.01, far from the bound at either end.
+        if not 0.4 * INIT_STD < std < 2 * INIT_STD:
             raise CheckFailed(
-                f"{call}: self.{name} starts with standard deviation {std:.3f}; initialise it as GPT-2 does, "
-                f"nn.init.normal_(self.{name}.weight, std={INIT_STD}). With nn.Embedding's N(0, 1) the tied output "
-                "layer starts with logits of size about √d_model, and training begins far from a sensible "
-                "prediction."
+                f"{call}: self.{name} starts with standard deviation {std:.3f}; initialise it with std {INIT_STD}, "
+                f"as the notebook asks: nn.init.normal_(self.{name}.weight, std={INIT_STD}). With nn.Embedding's "
+                "N(0, 1) the tied output layer starts with logits of size about √d_model, and training begins far "
+                "from a sensible prediction."
             )
 
 
@@ -672,7 +705,7 @@ def _describe(logits: torch.Tensor, temperature, top_k, top_p) -> str:
     )
 
 
-# Exercise 1 ---------------------------------------------------------------------------------------------
+# Exercise 4 ---------------------------------------------------------------------------------------------
 
 
 @learner_facing
@@ -892,7 +925,7 @@ def _check_greedy(next_token_probabilities, seed: int) -> None:
         expect_close(probs, one_hot, f"{call}: all the probability must be on the most probable token")
 
 
-# Exercise 2 ---------------------------------------------------------------------------------------------
+# Exercise 5 ---------------------------------------------------------------------------------------------
 
 
 class _TableModel(nn.Module):

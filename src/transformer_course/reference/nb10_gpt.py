@@ -1,7 +1,7 @@
 """Reference code of notebook 10, the decoder-only language model: the GPT block and the GPT model that notebook
 11 uses.
 
-The block holds its parameters in the course's modules (Part I's MultiHeadAttention, LayerNorm, two nn.Linear)
+The block holds its parameters in the course's modules (notebook 03's MultiHeadAttention, LayerNorm, two nn.Linear)
 and computes with PyTorch's nn.TransformerEncoderLayer (pre-LN, exact GELU, a causal mask), so that it shows
 little; the model shows its structure. A student release holds this module from assignment 11 on: the module's
 name says which notebook teaches it.
@@ -16,7 +16,7 @@ from .pytorch_layers import attention_parameters, sharing_parameters
 
 __all__ = ["GPT", "GPTBlock"]
 
-INIT_STD = 0.02  # GPT-2's initialisation of both embedding tables
+INIT_STD = 0.02  # Hugging Face's GPT-2 initialisation of both embedding tables
 
 
 class GPTBlock(nn.Module):

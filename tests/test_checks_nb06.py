@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tests.check_probes import hidden_seeds, what_the_learner_gets
+from tests.check_probes import assert_hidden_tests_differ
 from tests.stubs import StubModule
 from transformer_course import reference
 from transformer_course.checks import CheckFailed, nb06
@@ -81,10 +81,4 @@ def test_an_encoder_layer_written_as_a_loop_over_its_sublayers_passes():
     ],
 )
 def test_every_hidden_test_gives_other_weights_and_inputs_than_the_visible_one(check, correct):
-    seeds = hidden_seeds(ASSIGNMENT, check.__name__)
-    assert seeds, f"the notebook has no hidden test of {check.__name__}"
-    visible = what_the_learner_gets(check, correct, seed=0)
-    for seed in seeds:
-        hidden = what_the_learner_gets(check, correct, seed=seed)
-        assert not any(map(torch.equal, visible.inputs, hidden.inputs)), f"seed={seed} gives the same inputs"
-        assert not any(map(torch.equal, visible.weights, hidden.weights)), f"seed={seed} gives the same weights"
+    assert_hidden_tests_differ(ASSIGNMENT, check, correct)

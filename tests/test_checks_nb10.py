@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograder.submissions import solution_code, solution_notebooks
-from tests.check_probes import hidden_seeds, what_the_learner_gets
+from tests.check_probes import assert_hidden_tests_differ
 from tests.stubs import StubModule, raise_not_implemented
 from transformer_course import checks
 from transformer_course.checks import CheckFailed, NotImplementedYet, nb10
@@ -228,32 +228,7 @@ def test_a_mask_that_is_not_bool_is_named(dtype):
 
 @pytest.mark.parametrize(("check", "correct"), [(nb10.check_gptblock, GPTBlock), (nb10.check_gpt, GPT)])
 def test_every_hidden_test_gives_other_weights_and_inputs_than_the_visible_one(check, correct):
-    seeds = hidden_seeds(ASSIGNMENT, check.__name__)
-    assert seeds, f"the notebook has no hidden test of {check.__name__}"
-    visible = what_the_learner_gets(check, correct, seed=0)
-    for seed in seeds:
-        hidden = what_the_learner_gets(check, correct, seed=seed)
-        assert not any(map(torch.equal, visible.inputs, hidden.inputs)), f"seed={seed} gives the same inputs"
-        assert not any(map(torch.equal, visible.weights, hidden.weights)), f"seed={seed} gives the same weights"
-
-
-def test_the_hidden_tests_of_the_loss_give_other_logits_and_ids():
-    def first_call(seed):
-        calls = []
-
-        def recording(logits, ids):
-            calls.append((logits.detach().clone(), ids.clone()))
-            return loss_by_reshape(logits, ids)
-
-        nb10.check_next_token_loss(recording, seed=seed)
-        return calls[0]
-
-    seeds = hidden_seeds(ASSIGNMENT, "check_next_token_loss")
-    assert seeds
-    visible_logits, visible_ids = first_call(0)
-    for seed in seeds:
-        logits, ids = first_call(seed)
-        assert not torch.equal(logits, visible_logits) and not torch.equal(ids, visible_ids), f"seed={seed}"
+    assert_hidden_tests_differ(ASSIGNMENT, check, correct)
 
 
 # Sampling: correct answers in other styles --------------------------------------------------------------
@@ -368,31 +343,17 @@ def test_a_sampling_stub_is_reported_as_not_implemented_yet(check):
         check(raise_not_implemented)
 
 
-def test_the_sampling_checks_seed_changes_the_inputs():
-    def logits_seen(seed):
-        seen = []
-
-        def spy(logits, temperature=1.0, top_k=None, top_p=None):
-            seen.append(logits.clone())
-            return probabilities_by_masking(logits, temperature, top_k, top_p)
-
-        nb10.check_next_token_probabilities(spy, seed=seed)
-        return seen
-
-    def prompts_seen(seed):
-        seen = []
-
-        def spy(model, prompt_ids, *args, **kwargs):
-            seen.append(prompt_ids.clone())
-            return generate_by_concatenating(model, prompt_ids, *args, **kwargs)
-
-        nb10.check_generate(spy, seed=seed)
-        return seen
-
-    for seen in (logits_seen, prompts_seen):
-        first, second = seen(0), seen(1)
-        assert len(first) == len(second)
-        assert not torch.equal(first[0], second[0])
+@pytest.mark.parametrize(
+    ("check", "correct"),
+    [
+        (nb10.check_next_token_loss, loss_by_reshape),
+        (nb10.check_next_token_probabilities, probabilities_by_masking),
+        (nb10.check_generate, generate_by_concatenating),
+    ],
+)
+def test_every_hidden_test_gives_a_function_other_inputs_than_the_visible_one(check, correct):
+    """Other logits and ids for the loss, other logits for the probabilities, another prompt for generate."""
+    assert_hidden_tests_differ(ASSIGNMENT, check, correct)
 
 
 def test_the_oracle_keeps_the_smallest_set_that_reaches_top_p():

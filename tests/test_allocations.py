@@ -32,3 +32,20 @@ def test_pytorch_attention_on_the_cpu_builds_no_n_by_n_matrix():
     q = torch.randn(1, 2, 256, 16)
     _, allocations = allocations_of(F.scaled_dot_product_attention, q, q, q)
     assert allocations.largest < 256 * 256 * 4
+
+
+def test_the_peak_counts_the_tensors_alive_at_once_not_all_that_were_created():
+    def one_at_a_time(x):
+        for _ in range(4):
+            x = x * 2.0  # the previous product is freed once x names the new one
+        return x
+
+    _, allocations = allocations_of(one_at_a_time, torch.ones(1024))
+    assert allocations.total == 4 * 4096
+    assert allocations.peak == 2 * 4096  # a product and the next one
+
+    def all_kept(x):
+        return [x * float(i) for i in range(4)]
+
+    _, allocations = allocations_of(all_kept, torch.ones(1024))
+    assert allocations.peak == allocations.total == 4 * 4096

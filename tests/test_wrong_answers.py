@@ -11,6 +11,7 @@ That nbgrader's kernel, the report and the gradebook agree with the sealed run i
 import functools
 import importlib
 import inspect
+import re
 
 import pytest
 
@@ -63,7 +64,7 @@ def test_check_rejects_wrong_answer_and_names_the_mistake(answer: WrongAnswer):
 
 @pytest.mark.parametrize("answer", WRONG_ANSWERS, ids=lambda answer: answer.label)
 def test_source_is_renamed_to_the_graded_function(answer: WrongAnswer):
-    assert f"def {answer.exercise}(" in answer.source or f"class {answer.exercise}(" in answer.source
+    assert re.search(rf"^(def|class) {answer.exercise}\b", answer.source, re.MULTILINE)
     assert "@wrong_answer" not in answer.source
 
 

@@ -2,9 +2,10 @@
 
 Time depends on the machine and on what else runs; the tensors a computation creates do not. Notebook 03 uses
 this to show that attention's weights grow as n², and notebook 11 to prove that blockwise attention never builds
-an n × n matrix.
+an n × n matrix and to measure the memory it holds at once.
 """
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -18,6 +19,20 @@ class Allocations:
 
     shapes: list[tuple[int, ...]] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
+    peak: int = 0  # the most bytes that the created tensors held at one time
+    _alive: int = 0  # the bytes of the created tensors that still exist
+
+    def created(self, tensor: torch.Tensor) -> None:
+        """Count a tensor with new storage, and follow it until it is freed."""
+        size = tensor.untyped_storage().nbytes()
+        self.shapes.append(tuple(tensor.shape))
+        self.sizes.append(size)
+        self._alive += size
+        self.peak = max(self.peak, self._alive)
+        weakref.finalize(tensor, self._freed, size)
+
+    def _freed(self, size: int) -> None:
+        self._alive -= size
 
     @property
     def largest(self) -> int:
@@ -45,8 +60,7 @@ class _Probe(TorchDispatchMode):
         for tensor in _tensors(result):
             # A view or an in-place result shares its input's memory: only new storage is an allocation.
             if _has_storage(tensor) and tensor.untyped_storage()._cdata not in inputs:
-                self.allocations.shapes.append(tuple(tensor.shape))
-                self.allocations.sizes.append(tensor.untyped_storage().nbytes())
+                self.allocations.created(tensor)
         return result
 
 

@@ -53,7 +53,7 @@ class WrongAnswer:
         """The function's code as a learner would have typed it into the solution cell."""
         lines = inspect.getsource(self.function).splitlines()
         body = "\n".join(line for line in lines if not line.startswith("@"))
-        return re.sub(rf"\b(def|class) {self.mistake}\(", rf"\1 {self.exercise}(", body, count=1) + "\n"
+        return re.sub(rf"\b(def|class) {self.mistake}\b", rf"\1 {self.exercise}", body, count=1) + "\n"
 
 
 def wrong_answer(exercise: str, message: str) -> Callable[[Callable], Callable]:

@@ -11,6 +11,7 @@ import importlib.util
 from collections.abc import Callable, Iterator, Sequence
 
 import torch
+from torch import nn
 
 from ..reference.pytorch_layers import pytorch_attention  # noqa: F401 (the checks' oracle for attention)
 
@@ -163,6 +164,16 @@ def expect_close(actual: torch.Tensor, expected: torch.Tensor, what: str, atol: 
             f"{what}: values differ from the expected ones by up to {difference.max().item():.3g} "
             f"(at index {where}: expected {expected[where].item():.6g}, got {actual[where].item():.6g})."
         )
+
+
+def perturbed(module: nn.Module, seed: int) -> nn.Module:
+    """Move every parameter by its own seeded noise, so that gains and biases are not 1 and 0 and mixing up two
+    parts (ln_1 for ln_2) shows. A Parameter shared by two modules is moved once and stays shared."""
+    noise = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in module.parameters():
+            parameter.add_(0.1 * torch.randn(parameter.shape, generator=noise, dtype=parameter.dtype))
+    return module.eval()
 
 
 def seeded_randn(*shape: int, seed: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:

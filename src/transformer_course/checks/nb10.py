@@ -38,6 +38,7 @@ from . import (
     learner_facing,
     matches,
     passed,
+    perturbed,
     seeded_randn,
     shape_of,
 )
@@ -156,16 +157,6 @@ def causal_bias(seq: int) -> torch.Tensor:
     later positions. Given explicitly, so that the oracle does not rest on GPT-2's default."""
     future = torch.ones(seq, seq, dtype=torch.bool).triu(1)
     return torch.zeros(seq, seq).masked_fill(future, torch.finfo(torch.float32).min)[None, None]
-
-
-def perturbed(module: nn.Module, seed: int) -> nn.Module:
-    """Move every parameter by its own seeded noise, so that gains and biases are not 1 and 0 and mixing up two
-    parts (ln_1 for ln_2) shows. A Parameter shared by two modules is moved once and stays shared."""
-    noise = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for parameter in module.parameters():
-            parameter.add_(0.1 * torch.randn(parameter.shape, generator=noise, dtype=parameter.dtype))
-    return module.eval()
 
 
 # Exercise 1 ---------------------------------------------------------------------------------------------

@@ -12,11 +12,12 @@ import itertools
 import torch
 
 from ..reference import Decoder, DecoderLayer, EncoderLayer, FeedForward, LayerNorm
-from ..reference.nb10_gpt import GPTBlock
+from ..reference.nb10_gpt import GPTBlock, next_token_probabilities
 from . import pytorch_attention
 from .nb04 import real_positions, visible_to_causal_attention
+from .nb11 import RecordingCache
 
-__all__ = [  # by notebook: 01, 02, 03, 04, 06, 07, 09, 10
+__all__ = [  # by notebook: 01, 02, 03, 04, 06, 07, 09, 10, 11
     "softmax",
     "attention_weights",
     "scaled_dot_product_attention",
@@ -33,6 +34,9 @@ __all__ = [  # by notebook: 01, 02, 03, 04, 06, 07, 09, 10
     "merge",  # notebook 09
     "GPTBlock",  # notebook 10
     "next_token_probabilities",  # notebook 10
+    "KVCache",  # notebook 11
+    "cached_block_forward",  # notebook 11
+    "cached_logits",  # notebook 11
 ]
 
 
@@ -92,18 +96,29 @@ def merge(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
     return merged
 
 
-def next_token_probabilities(logits, temperature=1.0, top_k=None, top_p=None):
-    """Notebook 10: temperature, then top-k, then top-p (the order of transformers' generate), renormalised;
-    temperature 0 puts all the probability on the argmax. Plain PyTorch: this module must not import transformers,
-    which every notebook's checks would then wait for."""
-    if temperature == 0:
-        return torch.zeros_like(logits).scatter(-1, logits.argmax(dim=-1, keepdim=True), 1.0)  # (batch, vocab)
-    scores = logits / temperature  # (batch, vocab)
-    if top_k is not None and top_k < scores.shape[-1]:
-        kth_best = scores.topk(top_k, dim=-1).values[..., -1:]  # (batch, 1)
-        scores = scores.masked_fill(scores < kth_best, float("-inf"))
-    if top_p is not None:
-        probs, order = scores.softmax(dim=-1).sort(dim=-1, descending=True)  # (batch, vocab) each
-        reached = probs.cumsum(dim=-1) - probs >= top_p  # the more probable tokens already hold top_p
-        scores = scores.masked_fill(torch.zeros_like(reached).scatter(-1, order, reached), float("-inf"))
-    return scores.softmax(dim=-1)  # (batch, vocab)
+class KVCache(RecordingCache):
+    """Notebook 11: the check's cache, which joins what is appended along the positions with torch.cat."""
+
+    def __init__(self):
+        super().__init__(appended=[])
+
+
+def cached_block_forward(block, x, cache):
+    """Notebook 11: the new positions' queries against every cached key, the future hidden counting from the last
+    cached position (PyTorch's attention), then the block's MLP."""
+    already = len(cache)
+    queries, keys, values = block.attention.project_heads(block.ln_1(x))  # (batch, heads, new, d_head) each
+    keys, values = cache.append(keys, values)  # (batch, heads, already + new, d_head) each
+    future = torch.ones(x.shape[1], keys.shape[-2], dtype=torch.bool).triu(already + 1)  # (new, already + new)
+    mixed = torch.nn.functional.scaled_dot_product_attention(queries, keys, values, attn_mask=~future)
+    attended = x + block.attention.project_output(mixed)  # (batch, new, d_model)
+    return attended + block.mlp(block.ln_2(attended))
+
+
+def cached_logits(model, ids, caches):
+    """Notebook 11: the new tokens at the positions after those cached, through every block and its cache."""
+    first = len(caches[0])
+    x = model.token_embedding(ids) + model.position_embedding.weight[first : first + ids.shape[-1]]
+    for block, cache in zip(model.blocks, caches, strict=True):
+        x = cached_block_forward(block, x, cache)
+    return model.lm_head(model.ln_f(x))  # (batch, new, vocab)

@@ -1,5 +1,5 @@
-"""Reference code of notebook 10, the decoder-only language model: the GPT block and the GPT model that notebook
-11 uses.
+"""Reference code of notebook 10, the decoder-only language model: the GPT block, the GPT model, the next-token
+distribution and generation without a cache, which notebook 11 uses.
 
 The block holds its parameters in the course's modules (notebook 03's MultiHeadAttention, LayerNorm, two nn.Linear)
 and computes with PyTorch's nn.TransformerEncoderLayer (pre-LN, exact GELU, a causal mask), so that it shows
@@ -14,7 +14,7 @@ from .nb03_multi_head_attention import MultiHeadAttention
 from .nb06_transformer_block import LayerNorm
 from .pytorch_layers import attention_parameters, sharing_parameters
 
-__all__ = ["GPT", "GPTBlock"]
+__all__ = ["GPT", "GPTBlock", "generate", "next_token_probabilities"]
 
 INIT_STD = 0.02  # Hugging Face's GPT-2 initialisation of both embedding tables
 
@@ -81,3 +81,42 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.lm_head(self.ln_f(x))  # (batch, seq, vocab)
+
+
+def next_token_probabilities(
+    logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
+) -> torch.Tensor:
+    """Notebook 10's distribution of the next token: logits (batch, vocab) divided by temperature, then top-k, then
+    top-p (the order of transformers' generate), renormalised; temperature 0 puts all the probability on the argmax.
+    Plain PyTorch: importing transformers would cost every notebook seconds."""
+    if temperature == 0:
+        return torch.zeros_like(logits).scatter(-1, logits.argmax(dim=-1, keepdim=True), 1.0)  # (batch, vocab)
+    scores = logits / temperature  # (batch, vocab)
+    if top_k is not None and top_k < scores.shape[-1]:
+        kth_best = scores.topk(top_k, dim=-1).values[..., -1:]  # (batch, 1)
+        scores = scores.masked_fill(scores < kth_best, float("-inf"))
+    if top_p is not None:
+        probs, order = scores.softmax(dim=-1).sort(dim=-1, descending=True)  # (batch, vocab) each
+        reached = probs.cumsum(dim=-1) - probs >= top_p  # the more probable tokens already hold top_p
+        scores = scores.masked_fill(torch.zeros_like(reached).scatter(-1, order, reached), float("-inf"))
+    return scores.softmax(dim=-1)  # (batch, vocab)
+
+
+@torch.no_grad()
+def generate(
+    model: nn.Module,
+    prompt_ids: torch.Tensor,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Notebook 10's generation, without a cache: every new token runs the model on the whole context again (the
+    last block_size tokens). prompt_ids (batch, seq) → (batch, seq + max_new_tokens)."""
+    ids = prompt_ids  # (batch, seq)
+    while ids.shape[1] < prompt_ids.shape[1] + max_new_tokens:
+        last = model(ids[:, -model.block_size :])[:, -1]  # (batch, vocab)
+        drawn = torch.multinomial(next_token_probabilities(last, temperature, top_k, top_p), 1, generator=generator)
+        ids = torch.cat([ids, drawn], dim=1)  # (batch, seq + 1)
+    return ids

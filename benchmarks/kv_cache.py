@@ -1,0 +1,101 @@
+"""Measure what notebook 11 measures, side by side in one process: greedy generation of 256 tokens with and without
+the KV cache, and the peak memory of blockwise attention against attention written out.
+
+    .venv/bin/python benchmarks/kv_cache.py [--threads 1] [--rounds 5] [--tokens 256]
+
+The model is notebook 11's: notebook 10's size (d_model 96, 4 heads, 3 blocks), a context of 512, untrained. The
+cached path is the solution notebook's code (its KVCache, cached_block_forward, cached_logits), the uncached one the
+reference GPT run on every position at every step. The two alternate, round after round, from the same prompt; both
+must write the same tokens. The best round of each is reported, with their ratio and the time per token at the first
+and the last positions. Memory: the most bytes that the tensors created during one call held at once
+(allocations_of), causal, one sentence, 4 heads of 16, no gradients. A benchmark, not a test: the figures quoted in
+README.md come from here.
+"""
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import nbformat
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from autograder.repository import SOLUTIONS  # noqa: E402
+from autograder.submissions import solution_code  # noqa: E402
+from transformer_course.allocations import allocations_of  # noqa: E402
+from transformer_course.decoding_time import greedy_step_seconds  # noqa: E402
+from transformer_course.reference import GPT  # noqa: E402
+
+ASSIGNMENT = "11_fast_inference"
+
+
+def notebook_functions() -> dict:
+    """The solution notebook's set-up cell and its solutions, run as the notebook runs them."""
+    notebook = nbformat.read(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    imports = next(cell.source for cell in notebook.cells if cell.get("id") == "imports")
+    namespace: dict = {}
+    for source in (imports, *solution_code(ASSIGNMENT).values()):
+        exec(source, namespace)
+    return namespace
+
+
+def generation_seconds(notebook: dict, rounds: int, tokens: int) -> None:
+    torch.manual_seed(0)
+    model = GPT(vocab_size=256, block_size=512, d_model=96, num_heads=4, num_layers=3).eval()
+    prompt = torch.randint(256, (1, 16))  # (1, 16)
+
+    def uncached(ids, newest):
+        return model(ids)[:, -1]
+
+    best = {"without a cache": [math.inf], "with the KV cache": [math.inf]}
+    for _ in range(rounds):
+        caches = [notebook["KVCache"]() for _ in model.blocks]
+
+        def cached(ids, newest, caches=caches):
+            return notebook["cached_logits"](model, newest, caches)[:, -1]
+
+        written = {}
+        for name, next_logits in (("without a cache", uncached), ("with the KV cache", cached)):
+            written[name], seconds = greedy_step_seconds(next_logits, prompt, tokens)
+            best[name] = min(best[name], seconds, key=sum)
+        assert torch.equal(*written.values()), "the cached and the uncached model wrote different tokens"
+    for name, seconds in best.items():
+        first, last = (1000 * sum(part) / len(part) for part in (seconds[1:11], seconds[-10:]))
+        print(
+            f"{name}: {sum(seconds):.3f} s for {tokens} tokens; {first:.2f} ms per token at the start, "
+            f"{last:.2f} at the end"
+        )
+    ratio = sum(best["without a cache"]) / sum(best["with the KV cache"])
+    print(f"speed-up: {ratio:.2f}× (best of {rounds} rounds each, {torch.get_num_threads()} thread(s))")
+
+
+def peak_memory(notebook: dict) -> None:
+    def written_out(q, k, v):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (1, heads, n, n)
+        causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()  # (n, n)
+        return torch.softmax(scores.masked_fill(~causal, -math.inf), dim=-1) @ v
+
+    print("n: peak MiB written out / blockwise (block_size 64)")
+    for n in (256, 512, 1024, 2048, 4096):
+        q, k, v = torch.randn(3, 1, 4, n, 16).unbind()  # (1, heads, n, d_head) each
+        with torch.no_grad():
+            full = allocations_of(written_out, q, k, v)[1].peak / 2**20
+            blocks = allocations_of(notebook["blockwise_attention"], q, k, v, is_causal=True)[1].peak / 2**20
+        print(f"{n}: {full:.2f} / {blocks:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1, help="PyTorch threads (the notebook uses 1)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--tokens", type=int, default=256)
+    arguments = parser.parse_args()
+    notebook = notebook_functions()
+    torch.set_num_threads(arguments.threads)  # after the set-up cell, which sets one thread as the notebook does
+    generation_seconds(notebook, arguments.rounds, arguments.tokens)
+    peak_memory(notebook)
+
+
+if __name__ == "__main__":
+    main()

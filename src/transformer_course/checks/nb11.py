@@ -1,0 +1,526 @@
+"""Checks for notebook 11, fast inference: the KV cache, cached decoding, and attention computed block by block.
+
+Oracles: the notebook 10 model run on the whole sequence at once, without a cache (its blocks compute with
+PyTorch's nn.TransformerEncoderLayer under a causal mask): every cached computation must give, position by
+position, what that run gives; ``torch.cat`` of what was appended; the draws of ``torch.multinomial`` replayed with
+the same seed on the probabilities of the uncached run (closed forms of temperature and top-k); and
+``F.scaled_dot_product_attention`` (through ``pytorch_attention``), its outputs and its gradients, for blockwise
+attention. That blockwise attention never builds the n × n matrix is a fact about the tensors it creates, seen by
+``allocations_of`` (a TorchDispatchMode), not a time.
+"""
+
+import contextlib
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..allocations import allocations_of
+from ..reference.nb10_gpt import GPT, GPTBlock
+from . import (
+    CheckFailed,
+    call_learner,
+    earlier_exercises_replaced,
+    expect_close,
+    expect_tensor,
+    learner_facing,
+    matches,
+    passed,
+    perturbed,
+    pytorch_attention,
+    seeded_randn,
+    shape_of,
+)
+
+
+class RecordingCache:
+    """A correct KV cache that also records what was appended to it, for the checks of the exercises that use a
+    cache. ``appended`` is required and keyword-only, so that the class is not an answer to exercise 1."""
+
+    def __init__(self, *, appended: list):
+        self.appended = appended  # (keys, values) of every call, as given
+        self.keys = self.values = None
+
+    def __len__(self) -> int:
+        return 0 if self.keys is None else self.keys.shape[-2]
+
+    def append(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        self.appended.append((keys.detach().clone(), values.detach().clone()))
+        both = [(keys, values)] if self.keys is None else [(self.keys, self.values), (keys, values)]
+        joined = tuple(torch.cat(parts, dim=-2) for parts in zip(*both, strict=True))
+        self.keys, self.values = joined
+        return joined
+
+
+def _chunks(total: int, seed: int) -> list[tuple[int, int]]:
+    """(start, end) of the calls that feed a sequence of ``total`` positions: a prompt of several positions, single
+    positions, then several again (a cache must take any number of new positions); the prompt depends on the seed."""
+    prompt = 3 + seed % 3
+    sizes = [prompt, 1, 1, 2, total - prompt - 4]
+    ends = torch.tensor(sizes).cumsum(0).tolist()
+    return list(zip([0, *ends[:-1]], ends, strict=True))
+
+
+# Exercise 1 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_kvcache(KVCache: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+    """Check appends of several sizes against torch.cat of everything appended, len(), and that two caches are
+    independent."""
+    batch, heads, d_head, total = 2, 3, 4, 9 + seed
+    keys = seeded_randn(batch, heads, total, d_head, seed=seed)  # (batch, heads, total, d_head)
+    values = seeded_randn(batch, heads, total, d_head, seed=seed + 100)
+    cache = call_learner(KVCache, call="KVCache()")
+    other = call_learner(KVCache, call="KVCache()")
+    counting = "count the positions along the sequence axis, dim 2 of (batch, heads, seq, d_head)."
+    _expect_length(cache, 0, "an empty cache", counting)
+    for start, end in _chunks(total, seed):
+        call = f"cache.append(keys, values) with {end - start} new positions after {start}"
+        result = _appended(cache, keys[:, :, start:end], values[:, :, start:end], call)
+        _expect_all_cached(result, keys[:, :, :end], values[:, :, :end], keys[:, :, start:end], call)
+        _expect_length(cache, end, f"the cache after appending {end} positions", counting)
+    _expect_length(
+        other,
+        0,
+        "a second KVCache() after the first one was filled",
+        "keep the keys and values on the instance (self.keys = ... in __init__), not in the class body, where one "
+        "list or tensor is shared by every cache.",
+    )
+    passed("KVCache", "returns every cached key and value, in order, and counts the positions")
+
+
+def _appended(cache, keys: torch.Tensor, values: torch.Tensor, call: str):
+    try:
+        return call_learner(cache.append, keys, values, call=call)
+    except CheckFailed as failure:
+        if isinstance(failure.__cause__, RuntimeError):  # PyTorch refused the shapes it was given
+            raise CheckFailed(
+                f"{failure}\nThe keys and values are (batch, heads, seq, d_head): the cache grows along dim 2, the "
+                "positions; the other axes stay as they are."
+            ) from failure.__cause__
+        raise
+
+
+def _expect_length(cache, expected: int, what: str, hint: str) -> None:
+    length = call_learner(len, cache, call="len(cache)")
+    if length != expected:
+        raise CheckFailed(f"len() of {what} is {length}, expected {expected}: {hint}")
+
+
+def _expect_all_cached(result, keys: torch.Tensor, values: torch.Tensor, new_keys: torch.Tensor, call: str) -> None:
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise CheckFailed(f"{call} must return a pair (all keys, all values); got {type(result).__name__}.")
+    got_keys, got_values = result
+    if matches(got_keys, values) and matches(got_values, keys):
+        raise CheckFailed(f"{call} returned the values first: return (keys, values), in that order.")
+    if matches(got_keys, new_keys) and new_keys.shape != keys.shape:
+        raise CheckFailed(
+            f"{call} returned only the new keys: return every cached position, the earlier ones first, then the "
+            "new ones, since the new queries attend to all of them."
+        )
+    for name, got, expected in (("keys", got_keys, keys), ("values", got_values, values)):
+        if isinstance(got, torch.Tensor) and got.ndim == 4 and got.shape[:2] == expected.shape[:2]:
+            if got.shape[2] != expected.shape[2]:
+                raise CheckFailed(
+                    f"{call} returned {name} for {got.shape[2]} positions after {expected.shape[2]} were appended: "
+                    "store each position once, in the order they came, along dim 2 (seq)."
+                )
+        expect_tensor(got, call, expected.shape, expected.dtype)
+        expect_close(got, expected, f"{call}: the {name} (earlier positions first, then the new ones)")
+
+
+# Exercise 2 ---------------------------------------------------------------------------------------------
+
+D_MODEL, HEADS = 16, 4
+
+
+@learner_facing
+def check_cached_block_forward(cached_block_forward, seed: int = 0) -> None:
+    """Feed a sequence to a GPT block a few positions at a time through a cache, and compare each call with the
+    block run on the whole sequence at once (PyTorch's encoder layer, causal)."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        block = perturbed(GPTBlock(D_MODEL, HEADS), seed)
+    batch, total = 2, 10 + seed
+    x = seeded_randn(batch, total, D_MODEL, seed=seed)  # (batch, total, d_model)
+    with torch.no_grad():
+        expected = block(x)  # (batch, total, d_model)
+    appended = []
+    cache = RecordingCache(appended=appended)
+    for start, end in _chunks(total, seed):
+        call = f"cached_block_forward(block, x[:, {start}:{end}], cache) with {start} positions cached"
+        with torch.no_grad():
+            out = call_learner(cached_block_forward, block, x[:, start:end], cache, call=call)
+        expect_tensor(out, call, (batch, end - start, D_MODEL), x.dtype)
+        _expect_appended_once(block, x[:, start:end], appended, cache, end, call)
+        if not matches(out, expected[:, start:end]):
+            _diagnose_block(block, x, start, end, out, call)
+            expect_close(out, expected[:, start:end], f"{call}, compared with the block run on the whole sequence")
+    passed("cached_block_forward", "gives what the block gives on the whole sequence, a few positions at a time")
+
+
+def _expect_appended_once(block: nn.Module, x_new: torch.Tensor, appended: list, cache, end: int, call: str) -> None:
+    if len(cache) != end:
+        raise CheckFailed(
+            f"{call}: afterwards the cache holds {len(cache)} positions, expected {end}: append the new positions' "
+            "keys and values once, and only those."
+        )
+    with torch.no_grad():
+        _, keys, values = block.attention.project_heads(block.ln_1(x_new))  # (batch, heads, new, d_head) each
+    got_keys, got_values = appended[-1]
+    if not (matches(got_keys, keys) and matches(got_values, values)):
+        raise CheckFailed(
+            f"{call} appended keys and values that are not those of the new positions: they are "
+            "block.attention.project_heads(block.ln_1(x)), the keys second and the values third, computed from the "
+            "normalised input as the block's attention does."
+        )
+
+
+def _attention_of_new(block: nn.Module, x: torch.Tensor, start: int, end: int, *, visible) -> torch.Tensor:
+    """What the block's new positions start:end give when they attend to the keys 0:end under ``visible``
+    (new, end): the check's way to name a wrong mask, from PyTorch's attention."""
+    queries, _, _ = block.attention.project_heads(block.ln_1(x[:, start:end]))
+    _, keys, values = block.attention.project_heads(block.ln_1(x[:, :end]))
+    mixed = F.scaled_dot_product_attention(queries, keys, values, attn_mask=visible)  # (batch, heads, new, d_head)
+    after_attention = x[:, start:end] + block.attention.project_output(mixed)
+    return after_attention + block.mlp(block.ln_2(after_attention))
+
+
+def _diagnose_block(block: nn.Module, x: torch.Tensor, start: int, end: int, out: torch.Tensor, call: str) -> None:
+    new = end - start
+    every_key = torch.ones(new, end, dtype=torch.bool)
+    mistakes = {
+        "the new positions see each other without a causal mask: new position i may see the cached positions and "
+        "the new positions up to i, not the later new ones": every_key,
+        "the new queries attend only to the new keys: attend to every cached position too (what cache.append "
+        "returns)": torch.zeros(new, end, dtype=torch.bool).index_fill(1, torch.arange(start, end), True).tril(start),
+        "the causal mask is aligned to the first key, as is_causal=True does: with a cache the new queries are the "
+        "LAST positions, so new position i sees keys 0 to cached + i (for example torch.ones(new, cached + new, "
+        "dtype=torch.bool).tril(diagonal=cached))": every_key.tril(),
+    }
+    with torch.no_grad():
+        for mistake, visible in mistakes.items():
+            if not torch.equal(visible, every_key.tril(start)) and matches(
+                out, _attention_of_new(block, x, start, end, visible=visible)
+            ):
+                raise CheckFailed(f"{call}: {mistake}.")
+
+
+# Exercise 3 ---------------------------------------------------------------------------------------------
+
+VOCAB, BLOCK_SIZE, LAYERS = 37, 24, 2
+
+
+def checked_model(seed: int) -> nn.Module:
+    """A small notebook 10 model, moved off its initial values: position embeddings as large as the token
+    embeddings, so that a wrong position shows."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = GPT(VOCAB, BLOCK_SIZE, D_MODEL, HEADS, LAYERS)
+    with torch.no_grad():
+        model.token_embedding.weight.normal_(generator=torch.Generator().manual_seed(seed))
+        model.position_embedding.weight.normal_(generator=torch.Generator().manual_seed(seed + 1))
+    return perturbed(model, seed)
+
+
+@learner_facing
+def check_cached_logits(cached_logits, seed: int = 0) -> None:
+    """Feed token ids a few at a time through caches, and compare each call's logits with the model's on the whole
+    sequence at once."""
+    model = checked_model(seed)
+    batch, total = 2, 13 + seed
+    ids = torch.randint(VOCAB, (batch, total), generator=torch.Generator().manual_seed(seed))  # (batch, total)
+    with torch.no_grad():
+        expected = model(ids)  # (batch, total, vocab)
+    caches = [RecordingCache(appended=[]) for _ in model.blocks]
+    with earlier_exercises_replaced(cached_logits, "cached_block_forward"):
+        for start, end in _chunks(total, seed):
+            call = f"cached_logits(model, ids[:, {start}:{end}], caches) with {start} positions cached"
+            with torch.no_grad():
+                logits = call_learner(cached_logits, model, ids[:, start:end], caches, call=call)
+            expect_tensor(logits, call, (batch, end - start, VOCAB), torch.float32)
+            _expect_every_cache_grown(caches, end, call)
+            if not matches(logits, expected[:, start:end]):
+                _diagnose_logits(start, call)
+                expect_close(logits, expected[:, start:end], f"{call}, compared with the model on the whole sequence")
+    passed("cached_logits", "gives the model's logits, a few positions at a time, with positions counted on")
+
+
+def _expect_every_cache_grown(caches: list, end: int, call: str) -> None:
+    lengths = [len(cache) for cache in caches]
+    if lengths != [end] * len(caches):
+        raise CheckFailed(
+            f"{call}: afterwards the caches hold {lengths} positions, expected {end} in each: every block reads and "
+            "appends to its own cache (the first block caches[0], the second caches[1], ...)."
+        )
+
+
+def _diagnose_logits(start: int, call: str) -> None:
+    if start > 0:
+        raise CheckFailed(
+            f"{call}: the first call, with empty caches, gave the right logits; this one did not. The new tokens "
+            f"sit at positions {start}, {start + 1}, ...: count on from the positions already cached "
+            "(len(caches[0])), and give each new token the position embedding of where it sits, once."
+        )
+    raise CheckFailed(
+        f"{call}: the logits differ from the model's already with empty caches: the token embedding plus the "
+        "position embedding of positions 0, 1, ... (added once), every block in order with its own cache, then the "
+        "final norm model.ln_f and the output layer model.lm_head."
+    )
+
+
+# Exercise 4 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_generate_cached(generate_cached, seed: int = 0) -> None:
+    """Greedy decoding and sampling with a cache: the same tokens as the model run on the whole sequence gives
+    (argmax, or the same torch.multinomial draws from the same generator), logits that agree at every step, and
+    only the newest token given to the model after the prompt."""
+    model = checked_model(seed)
+    prompt = torch.randint(VOCAB, (2, 4 + seed), generator=torch.Generator().manual_seed(seed + 7))
+    names = ("KVCache", "cached_block_forward", "cached_logits", "next_token_probabilities")
+    with earlier_exercises_replaced(generate_cached, *names), torch.random.fork_rng():
+        for options in ({"temperature": 0}, {"temperature": 0.8}, {"temperature": 1.0, "top_k": 5}):
+            _check_decoding(generate_cached, model, prompt, 12, seed, **options)
+    passed("generate_cached", "writes the uncached model's tokens, giving the model one new token per step")
+
+
+class _Watched:
+    """What a model was given and gave during a call: the ids its token embedding saw, the logits it output."""
+
+    def __init__(self, model: nn.Module):
+        self.model, self.inputs, self.logits = model, [], []
+
+    @contextlib.contextmanager
+    def watching(self):
+        seen = self.model.token_embedding.register_forward_hook(lambda _, args, out: self.inputs.append(args[0]))
+        scored = self.model.lm_head.register_forward_hook(lambda _, args, out: self.logits.append(out))
+        try:
+            yield self
+        finally:
+            seen.remove()
+            scored.remove()
+
+
+def _check_decoding(generate_cached, model, prompt, new_tokens: int, seed: int, **options) -> None:
+    described = ", ".join(f"{name}={value}" for name, value in options.items())
+    call = f"generate_cached(model, prompt_ids, {new_tokens}, {described})"
+    sampling = options["temperature"] != 0
+    generator = torch.Generator().manual_seed(seed + 11) if sampling else None
+    watched = _Watched(model)
+    with watched.watching():
+        ids = call_learner(generate_cached, model, prompt, new_tokens, generator=generator, call=call, **options)
+    expect_tensor(ids, call, (prompt.shape[0], prompt.shape[1] + new_tokens), prompt.dtype)
+    if not torch.equal(ids[:, : prompt.shape[1]], prompt):
+        raise CheckFailed(f"{call} must return the prompt first, then the new tokens.")
+    _expect_one_token_per_step(watched.inputs, prompt.shape[1], call)
+    if any(logits.requires_grad for logits in watched.logits):
+        raise CheckFailed(
+            f"{call}: the model ran with autograd recording, which keeps every step's activations for a backward "
+            "pass that never comes: generate inside torch.no_grad()."
+        )
+    with torch.no_grad():
+        expected_logits = model(ids)[:, prompt.shape[1] - 1 : -1]  # (batch, new_tokens, vocab): each step's
+    _expect_logits_at_every_step(watched.logits, expected_logits, call)
+    replay = torch.Generator().manual_seed(seed + 11) if sampling else None
+    for step in range(new_tokens):
+        expected = _draw(expected_logits[:, step], replay, **options)  # (batch,)
+        got = ids[:, prompt.shape[1] + step]
+        if not torch.equal(got, expected):
+            how = (
+                "draw each token with torch.multinomial(probabilities, 1, generator=generator), one draw per step"
+                if sampling
+                else "temperature 0 takes the most probable token"
+            )
+            raise CheckFailed(
+                f"{call}: new token {step} is {got.tolist()} where the uncached model gives {expected.tolist()}: "
+                f"{how}, from next_token_probabilities of the logits at the last position."
+            )
+
+
+def _expect_one_token_per_step(inputs: list, prompt_length: int, call: str) -> None:
+    lengths = [ids.shape[-1] for ids in inputs]
+    if not lengths or lengths[0] != prompt_length or any(length != 1 for length in lengths[1:]):
+        raise CheckFailed(
+            f"{call}: the model was given {lengths[:6]}{' ...' if len(lengths) > 6 else ''} tokens at its calls; "
+            f"with a cache, give it the whole prompt once ({prompt_length} tokens) and then only the newest token at "
+            "each step, through cached_logits with one cache per block."
+        )
+
+
+def _expect_logits_at_every_step(recorded: list, expected: torch.Tensor, call: str) -> None:
+    last = torch.stack([logits[:, -1] for logits in recorded], dim=1)  # (batch, calls, vocab)
+    steps = expected.shape[1]
+    if last.shape[1] < steps:
+        raise CheckFailed(f"{call} computed logits {last.shape[1]} times for {steps} new tokens; one per new token.")
+    expect_close(last[:, :steps], expected, f"{call}: the logits at each step, against the model without a cache", 1e-4)
+
+
+def _draw(logits: torch.Tensor, generator, *, temperature: float, top_k: int | None = None) -> torch.Tensor:
+    """The token the uncached model gives: the argmax for temperature 0, otherwise the same torch.multinomial draw
+    from the closed form of temperature and top-k."""
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    scores = logits / temperature  # (batch, vocab)
+    if top_k is not None:
+        scores = scores.masked_fill(scores < scores.topk(top_k, dim=-1).values[:, -1:], -math.inf)
+    return torch.multinomial(scores.softmax(dim=-1), 1, generator=generator)[:, 0]  # (batch,)
+
+
+# Exercise 5 ---------------------------------------------------------------------------------------------
+
+
+def _attention_inputs(seed: int, n_q: int, n_k: int, d: int = 8) -> tuple[torch.Tensor, ...]:
+    """q (2, 3, n_q, d), k (2, 3, n_k, d), v (2, 3, n_k, d + 2) from a private generator, scaled so that the scores
+    spread and the running maximum changes from block to block."""
+    return (
+        2 * seeded_randn(2, 3, n_q, d, seed=seed),
+        2 * seeded_randn(2, 3, n_k, d, seed=seed + 1),
+        seeded_randn(2, 3, n_k, d + 2, seed=seed + 2),
+    )
+
+
+def _masks(seed: int, n_q: int, n_k: int) -> dict[str, torch.Tensor]:
+    """A padding mask (True at each sentence's real keys) and a full mask with one query that may see no key."""
+    generator = torch.Generator().manual_seed(seed)
+    lengths = torch.tensor([n_k, n_k // 2 + seed])
+    padding = (torch.arange(n_k) < lengths[:, None])[:, None, None]  # (batch, 1, 1, n_k)
+    full = torch.rand(2, 1, n_q, n_k, generator=generator) < 0.6  # (batch, 1, n_q, n_k)
+    full[1, 0, 2] = False  # a query with no visible key
+    return {"a padding mask": padding, "a mask under which query 2 of sentence 1 sees no key": full}
+
+
+@learner_facing
+def check_blockwise_attention(blockwise_attention, seed: int = 0) -> None:
+    """Compare with F.scaled_dot_product_attention: keys that fill whole blocks and keys that end in a partial
+    block, causal and padding masks, a query with no visible key (zeros), the gradients; then prove that no
+    tensor of n_q × n_k scores was created."""
+    block = 8
+    n_k = 4 * block + 3 + seed  # the last block is partial
+    for n_q in (5, n_k):
+        q, k, v = _attention_inputs(seed, n_q, n_k)
+        _check_outputs(blockwise_attention, q, k, v, block, "no mask", mask=None, is_causal=False)
+    q, k, v = _attention_inputs(seed + 3, n_k, n_k)
+    _check_outputs(blockwise_attention, q, k, v, block, "is_causal=True", mask=None, is_causal=True)
+    for what, mask in _masks(seed, n_k, n_k).items():
+        _check_outputs(blockwise_attention, q, k, v, block, what, mask=mask, is_causal=False)
+    _check_gradients(blockwise_attention, seed, block)
+    _check_no_square_matrix(blockwise_attention, seed)
+    passed("blockwise_attention", "equals PyTorch's attention and its gradients, and never builds the n × n scores")
+
+
+def _run(blockwise_attention, q, k, v, block: int, *, mask, is_causal: bool, call: str) -> torch.Tensor:
+    out = call_learner(blockwise_attention, q, k, v, mask=mask, is_causal=is_causal, block_size=block, call=call)
+    expect_tensor(out, call, (*q.shape[:-1], v.shape[-1]), q.dtype)
+    return out
+
+
+def _oracle(q, k, v, *, mask, is_causal: bool) -> torch.Tensor:
+    if is_causal:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return pytorch_attention(q, k, v, mask=mask, scale=None)[0]
+
+
+def _check_outputs(blockwise_attention, q, k, v, block: int, what: str, *, mask, is_causal: bool) -> None:
+    call = (
+        f"blockwise_attention(q, k, v, ..., block_size={block}) with {q.shape[-2]} queries, {k.shape[-2]} keys, {what}"
+    )
+    out = _run(blockwise_attention, q, k, v, block, mask=mask, is_causal=is_causal, call=call)
+    expected = _oracle(q, k, v, mask=mask, is_causal=is_causal)
+    if matches(out, expected):
+        return
+    if out.isnan().any():
+        raise CheckFailed(
+            f"{call} gives nan, at queries whose first blocks of keys are all hidden or that see no key at all: "
+            "exp(-inf - (-inf)) is nan. While a query's running maximum is still -inf, subtract 0 instead; a query "
+            "with no visible key gets a zero output."
+        )
+    _diagnose_outputs(blockwise_attention, q, k, v, block, out, mask=mask, is_causal=is_causal, call=call)
+    expect_close(out, expected, f"{call}, compared with F.scaled_dot_product_attention")
+
+
+def _diagnose_outputs(blockwise_attention, q, k, v, block: int, out, *, mask, is_causal: bool, call: str) -> None:
+    n_k = k.shape[-2]
+    whole = (n_k // block) * block
+    if whole < n_k:
+        cut = None if mask is None else mask[..., :whole]
+        if matches(out, _oracle(q, k[..., :whole, :], v[..., :whole, :], mask=cut, is_causal=False)):
+            raise CheckFailed(
+                f"{call}: the last {n_k - whole} keys are left out: with {n_k} keys and blocks of {block}, the last "
+                f"block holds only {n_k - whole} keys, and it counts too (range(0, n_k, block_size), and slices that "
+                "stop at n_k)."
+            )
+    if is_causal:
+        place_in_block = torch.arange(n_k) % block  # (n_k,)
+        local = place_in_block <= torch.arange(q.shape[-2])[:, None]  # (n_q, n_k): as if each block began at key 0
+        if matches(out, pytorch_attention(q, k, v, mask=local, scale=None)[0]):
+            raise CheckFailed(
+                f"{call}: the causal mask is wrong across blocks: it compares a query's position with the key's "
+                "place inside its block. Query i may see key j when j <= i, where j counts from the first key of "
+                "the whole sequence (the block's start plus the place inside the block)."
+            )
+    one_block = call_learner(
+        blockwise_attention, q, k, v, mask=mask, is_causal=is_causal, block_size=n_k, call=f"{call} (one block)"
+    )
+    if not matches(one_block, _oracle(q, k, v, mask=mask, is_causal=is_causal)):
+        raise CheckFailed(
+            f"{call}: the result is wrong even with every key in one block (block_size={n_k}): look at the scores "
+            "first, q kᵀ divided by √d_k, where d_k is the size of a query or key vector (q.shape[-1]), not the "
+            "number of keys; then the masks (True = may attend), and the division by the sum at the end."
+        )
+    raise CheckFailed(
+        f"{call}: with every key in one block (block_size={n_k}) the result is right, with blocks of {block} it is "
+        "not: combine the blocks correctly. When a query's running maximum grows from m to m', multiply both its "
+        "running sum and its running output by exp(m - m') before adding the new block's terms, and divide by "
+        "the sum only at the end."
+    )
+
+
+def _check_gradients(blockwise_attention, seed: int, block: int) -> None:
+    n = 3 * block + 5
+    q, k, v = (tensor.requires_grad_() for tensor in _attention_inputs(seed + 5, n, n))
+    mask = _masks(seed, n, n)["a mask under which query 2 of sentence 1 sees no key"]
+    call = f"the gradients of blockwise_attention(q, k, v, mask, block_size={block}) with {n} queries and keys"
+    out = _run(blockwise_attention, q, k, v, block, mask=mask, is_causal=False, call=call)
+    if not out.requires_grad:
+        raise CheckFailed(f"{call}: the output does not depend on q, k and v through autograd (no .detach(), .item()).")
+    weights = seeded_randn(*out.shape, seed=seed + 6)
+    got = torch.autograd.grad((out * weights).sum(), (q, k, v), allow_unused=True)
+    expected = torch.autograd.grad((_oracle(q, k, v, mask=mask, is_causal=False) * weights).sum(), (q, k, v))
+    for name, mine, theirs in zip("qkv", got, expected, strict=True):
+        if mine is None:
+            raise CheckFailed(f"{call}: the output does not depend on {name} through autograd.")
+        if not torch.isfinite(mine).all():
+            raise CheckFailed(
+                f"{call}: the gradient of {name} holds nan, though the outputs are right. A division by a zero sum "
+                "(the query that sees no key) is nan even where torch.where then picks 0, and its gradient stays nan: "
+                "divide by a sum that is never 0 (replace the zero sums by 1 before dividing)."
+            )
+        expect_close(mine, theirs, f"{call}: the gradient of {name}, against F.scaled_dot_product_attention's", 1e-4)
+
+
+def _check_no_square_matrix(blockwise_attention, seed: int) -> None:
+    n, block = 384, 32
+    q, k, v = _attention_inputs(seed + 8, n, n, d=16)  # (2, 3, n, 16) each; v (2, 3, n, 18)
+    call = f"blockwise_attention(q, k, v, is_causal=True, block_size={block}) with {n} queries and keys"
+    with torch.no_grad():
+        _, allocations = allocations_of(
+            call_learner, blockwise_attention, q, k, v, is_causal=True, block_size=block, call=call
+        )
+    most = 2 * 3 * n * max(block, v.shape[-1])  # one block of scores for every query, or the outputs
+    too_large = [shape for shape in allocations.shapes if math.prod(shape) > most or shape[-2:] == (n, n)]
+    if too_large:
+        square = [shape for shape in too_large if shape[-2:] == (n, n)]
+        shown = shape_of(square[0] if square else too_large[0])
+        raise CheckFailed(
+            f"{call} created a tensor of shape {shown}"
+            + (
+                f": that is at least the n × n = {n}×{n} matrix it must never build. Build the scores and the mask "
+                "one block of keys at a time: (..., n_q, block_size)."
+                if square
+                else f", more than one block of scores, (..., {n}, {block}): use block_size for the blocks."
+            )
+        )

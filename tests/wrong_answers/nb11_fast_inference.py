@@ -1,0 +1,494 @@
+"""Wrong answers to notebook 11: the KV cache, cached decoding, and blockwise attention."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+# Later exercises call earlier ones by name, as they do in the notebook; these stand for those names.
+from transformer_course.checks.stand_ins import KVCache, cached_block_forward, cached_logits, next_token_probabilities
+from wrong_answers import wrong_answer
+
+ASSIGNMENT = "11_fast_inference"
+
+# Exercise 1: KVCache -------------------------------------------------------------------------------------
+
+
+@wrong_answer("KVCache", message="returned only the new keys")
+class KVCacheReturningOnlyTheNewPositions:
+    def __init__(self):
+        self.keys, self.values = None, None
+
+    def __len__(self):
+        return 0 if self.keys is None else self.keys.shape[2]
+
+    def append(self, keys, values):
+        if self.keys is None:
+            self.keys, self.values = keys, values
+        else:
+            self.keys = torch.cat([self.keys, keys], dim=2)
+            self.values = torch.cat([self.values, values], dim=2)
+        return keys, values
+
+
+@wrong_answer("KVCache", message="store each position once")
+class KVCacheStoringTheNewKeysTwice:
+    def __init__(self):
+        self.keys, self.values = None, None
+
+    def __len__(self):
+        return 0 if self.keys is None else self.keys.shape[2]
+
+    def append(self, keys, values):
+        if self.keys is None:
+            self.keys, self.values = keys, values
+        self.keys = torch.cat([self.keys, keys], dim=2)
+        self.values = torch.cat([self.values, values], dim=2)
+        return self.keys, self.values
+
+
+@wrong_answer("KVCache", message="the cache grows along dim 2")
+class KVCacheJoiningAlongTheHeads:
+    def __init__(self):
+        self.keys, self.values = None, None
+
+    def __len__(self):
+        return 0 if self.keys is None else self.keys.shape[2]
+
+    def append(self, keys, values):
+        if self.keys is None:
+            self.keys, self.values = keys, values
+        else:
+            self.keys = torch.cat([self.keys, keys], dim=1)
+            self.values = torch.cat([self.values, values], dim=1)
+        return self.keys, self.values
+
+
+@wrong_answer("KVCache", message="not in the class body")
+class KVCacheKeptInTheClass:
+    keys, values = [], []
+
+    def __len__(self):
+        return sum(part.shape[2] for part in self.keys)
+
+    def append(self, keys, values):
+        self.keys.append(keys)
+        self.values.append(values)
+        return torch.cat(self.keys, dim=2), torch.cat(self.values, dim=2)
+
+
+@wrong_answer("KVCache", message="returned the values first")
+class KVCacheReturningTheValuesFirst:
+    def __init__(self):
+        self.keys, self.values = None, None
+
+    def __len__(self):
+        return 0 if self.keys is None else self.keys.shape[2]
+
+    def append(self, keys, values):
+        if self.keys is None:
+            self.keys, self.values = keys, values
+        else:
+            self.keys = torch.cat([self.keys, keys], dim=2)
+            self.values = torch.cat([self.values, values], dim=2)
+        return self.values, self.keys
+
+
+@wrong_answer("KVCache", message="count the positions along the sequence axis")
+class KVCacheCountingTheAppends:
+    def __init__(self):
+        self.keys, self.values, self.appends = None, None, 0
+
+    def __len__(self):
+        return self.appends
+
+    def append(self, keys, values):
+        self.appends += 1
+        if self.keys is None:
+            self.keys, self.values = keys, values
+        else:
+            self.keys = torch.cat([self.keys, keys], dim=2)
+            self.values = torch.cat([self.values, values], dim=2)
+        return self.keys, self.values
+
+
+# Exercise 2: cached_block_forward --------------------------------------------------------------------------
+
+
+@wrong_answer("cached_block_forward", message="without a causal mask")
+def cached_block_forward_without_a_mask(block, x, cache):
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    x = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values))
+    return x + block.mlp(block.ln_2(x))
+
+
+@wrong_answer("cached_block_forward", message="aligned to the first key, as is_causal=True does")
+def cached_block_forward_with_is_causal(block, x, cache):
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    x = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, is_causal=True))
+    return x + block.mlp(block.ln_2(x))
+
+
+@wrong_answer("cached_block_forward", message="attend only to the new keys")
+def cached_block_forward_ignoring_the_cached_keys(block, x, cache):
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    cache.append(k, v)
+    x = x + block.attention.project_output(F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    return x + block.mlp(block.ln_2(x))
+
+
+@wrong_answer("cached_block_forward", message="are not those of the new positions")
+def cached_block_forward_caching_keys_of_the_unnormalised_input(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    q, _, _ = block.attention.project_heads(block.ln_1(x))
+    _, k, v = block.attention.project_heads(x)
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
+    x = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=visible))
+    return x + block.mlp(block.ln_2(x))
+
+
+@wrong_answer("cached_block_forward", message="append the new positions' keys and values once")
+def cached_block_forward_appending_twice(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    cache.append(k, v)
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, keys.shape[2], dtype=torch.bool).tril(diagonal=past)
+    x = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=visible))
+    return x + block.mlp(block.ln_2(x))
+
+
+# Exercise 3: cached_logits -------------------------------------------------------------------------------
+
+
+@wrong_answer("cached_logits", message="count on from the positions already cached")
+def cached_logits_with_positions_from_zero(model, ids, caches):
+    positions = torch.arange(ids.shape[1])
+    x = model.token_embedding(ids) + model.position_embedding(positions)
+    for block, cache in zip(model.blocks, caches):
+        x = cached_block_forward(block, x, cache)
+    return model.lm_head(model.ln_f(x))
+
+
+@wrong_answer("cached_logits", message="already with empty caches")
+def cached_logits_adding_the_positions_twice(model, ids, caches):
+    past = len(caches[0])
+    positions = model.position_embedding(torch.arange(past, past + ids.shape[1]))
+    x = model.token_embedding(ids) + positions
+    for block, cache in zip(model.blocks, caches):
+        x = cached_block_forward(block, x + positions, cache)
+    return model.lm_head(model.ln_f(x))
+
+
+@wrong_answer("cached_logits", message="every block reads and appends to its own cache")
+def cached_logits_with_one_cache_for_every_block(model, ids, caches):
+    past = len(caches[0])
+    x = model.token_embedding(ids) + model.position_embedding(torch.arange(past, past + ids.shape[1]))
+    for block in model.blocks:
+        x = cached_block_forward(block, x, caches[0])
+    return model.lm_head(model.ln_f(x))
+
+
+@wrong_answer("cached_logits", message="the final norm model.ln_f")
+def cached_logits_without_the_final_norm(model, ids, caches):
+    past = len(caches[0])
+    x = model.token_embedding(ids) + model.position_embedding(torch.arange(past, past + ids.shape[1]))
+    for block, cache in zip(model.blocks, caches):
+        x = cached_block_forward(block, x, cache)
+    return model.lm_head(x)
+
+
+# Exercise 4: generate_cached -----------------------------------------------------------------------------
+
+
+@wrong_answer("generate_cached", message="only the newest token")
+def generate_cached_running_the_whole_sequence(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    ids = prompt_ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = model(ids)[:, -1]
+            probabilities = next_token_probabilities(logits, temperature, top_k, top_p)
+            ids = torch.cat([ids, torch.multinomial(probabilities, 1, generator=generator)], dim=1)
+    return ids
+
+
+@wrong_answer("generate_cached", message="only the newest token")
+def generate_cached_feeding_every_token_again(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    ids = prompt_ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            caches = [KVCache() for _ in model.blocks]
+            logits = cached_logits(model, ids, caches)[:, -1]
+            probabilities = next_token_probabilities(logits, temperature, top_k, top_p)
+            ids = torch.cat([ids, torch.multinomial(probabilities, 1, generator=generator)], dim=1)
+    return ids
+
+
+@wrong_answer("generate_cached", message="draw each token with torch.multinomial")
+def generate_cached_always_greedy(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    caches = [KVCache() for _ in model.blocks]
+    ids = newest = prompt_ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            newest = cached_logits(model, newest, caches)[:, -1:].argmax(dim=-1)
+            ids = torch.cat([ids, newest], dim=1)
+    return ids
+
+
+@wrong_answer("generate_cached", message="draw each token with torch.multinomial")
+def generate_cached_from_the_global_generator(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    caches = [KVCache() for _ in model.blocks]
+    ids = newest = prompt_ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = cached_logits(model, newest, caches)[:, -1]
+            newest = torch.multinomial(next_token_probabilities(logits, temperature, top_k, top_p), 1)
+            ids = torch.cat([ids, newest], dim=1)
+    return ids
+
+
+@wrong_answer("generate_cached", message="new token 0 is")
+def generate_cached_reading_the_first_position(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    caches = [KVCache() for _ in model.blocks]
+    ids = newest = prompt_ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = cached_logits(model, newest, caches)[:, 0]
+            newest = torch.multinomial(
+                next_token_probabilities(logits, temperature, top_k, top_p), 1, generator=generator
+            )
+            ids = torch.cat([ids, newest], dim=1)
+    return ids
+
+
+@wrong_answer("generate_cached", message="the model ran with autograd recording")
+def generate_cached_with_autograd_on(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    caches = [KVCache() for _ in model.blocks]
+    ids = newest = prompt_ids
+    for _ in range(max_new_tokens):
+        logits = cached_logits(model, newest, caches)[:, -1].detach()
+        newest = torch.multinomial(next_token_probabilities(logits, temperature, top_k, top_p), 1, generator=generator)
+        ids = torch.cat([ids, newest], dim=1)
+    return ids
+
+
+# Exercise 5: blockwise_attention -------------------------------------------------------------------------
+
+
+@wrong_answer("blockwise_attention", message="multiply both its running sum and its running output")
+def blockwise_attention_not_rescaling_the_sum(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+        weights = torch.exp(scores - shift)
+        rescale = torch.exp(running_max - shift)
+        running_sum = running_sum + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="keys are left out")
+def blockwise_attention_dropping_the_partial_block(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for block in range(n_k // block_size):
+        start, end = block * block_size, (block + 1) * block_size
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+        weights = torch.exp(scores - shift)
+        rescale = torch.exp(running_max - shift)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="the causal mask is wrong across blocks")
+def blockwise_attention_with_a_causal_mask_inside_each_block(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            visible = torch.ones(n_q, end - start, dtype=torch.bool).tril()
+            scores = scores.masked_fill(~visible, -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+        weights = torch.exp(scores - shift)
+        rescale = torch.exp(running_max - shift)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="gives nan")
+def blockwise_attention_subtracting_an_infinite_maximum(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        weights = torch.exp(scores - new_max)
+        rescale = torch.exp(running_max - new_max)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum
+
+
+@wrong_answer("blockwise_attention", message="the gradient of")
+def blockwise_attention_choosing_zero_after_dividing(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+        weights = torch.exp(scores - shift)
+        rescale = torch.exp(running_max - shift)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return torch.where(running_sum > 0, out / running_sum, 0.0)
+
+
+@wrong_answer("blockwise_attention", message="wrong even with every key in one block")
+def blockwise_attention_scaled_by_the_number_of_keys(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(n_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+        weights = torch.exp(scores - shift)
+        rescale = torch.exp(running_max - shift)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="the n × n")
+def blockwise_attention_masking_with_a_full_causal_mask(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    if is_causal:
+        causal = torch.ones(n_q, n_k, dtype=torch.bool).tril()
+        mask = causal if mask is None else mask & causal
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+        weights = torch.exp(scores - shift)
+        rescale = torch.exp(running_max - shift)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="use block_size for the blocks")
+def blockwise_attention_ignoring_block_size(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, 64):
+        end = min(start + 64, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+        weights = torch.exp(scores - shift)
+        rescale = torch.exp(running_max - shift)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="the n × n")
+def blockwise_attention_by_the_whole_matrix(q, k, v, mask=None, is_causal=False, block_size=64):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -math.inf)
+    if is_causal:
+        scores = scores.masked_fill(torch.ones_like(scores, dtype=torch.bool).triu(1), -math.inf)
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    return weights @ v

@@ -50,17 +50,18 @@ def call_learner(function: Callable, *args, call: str, **kwargs):
     """Call a learner's function; turn a crash or a change to its input tensors into a clear message."""
     inputs = [value for value in (*args, *kwargs.values()) if isinstance(value, torch.Tensor)]
     copies = [tensor.clone() for tensor in inputs]
+    name = getattr(function, "__name__", type(function).__name__)  # a module instance has no __name__
     try:
         result = function(*args, **kwargs)
     except NotImplementedError:
         raise NotImplementedYet(
-            f"{function.__name__} is not implemented yet: replace `raise NotImplementedError()` with your code."
+            f"{name} is not implemented yet: replace `raise NotImplementedError()` with your code."
         ) from None
     except Exception as error:
         raise CheckFailed(f"{call} raised {type(error).__name__}: {error}") from error
     if not all(torch.equal(copy, tensor) for copy, tensor in zip(copies, inputs, strict=True)):
         raise CheckFailed(
-            f"{function.__name__} changed its input tensor in place (for example with `-=`); compute a new "
+            f"{name} changed its input tensor in place (for example with `-=`); compute a new "
             "tensor instead, so that the caller's data stay as they were."
         )
     expect_plain(result, call)

@@ -17,7 +17,7 @@ from . import pytorch_attention
 from .nb04 import real_positions, visible_to_causal_attention
 from .nb11 import RecordingCache
 
-__all__ = [  # by notebook: 01, 02, 03, 04, 06, 07, 09, 10, 11
+__all__ = [  # by notebook: 01, 02, 03, 04, 06, 07, 09, 10, 11, 12
     "softmax",
     "attention_weights",
     "scaled_dot_product_attention",
@@ -37,6 +37,10 @@ __all__ = [  # by notebook: 01, 02, 03, 04, 06, 07, 09, 10, 11
     "KVCache",  # notebook 11
     "cached_block_forward",  # notebook 11
     "cached_logits",  # notebook 11
+    "RMSNorm",  # notebook 12
+    "apply_rope",  # notebook 12
+    "SwiGLU",  # notebook 12
+    "grouped_query_attention",  # notebook 12
 ]
 
 
@@ -122,3 +126,42 @@ def cached_logits(model, ids, caches):
     for block, cache in zip(model.blocks, caches, strict=True):
         x = cached_block_forward(block, x, cache)
     return model.lm_head(model.ln_f(x))  # (batch, new, vocab)
+
+
+class RMSNorm(torch.nn.Module):
+    """Notebook 12: PyTorch's own RMS norm, with the gain as weight."""
+
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.weight, self.eps = torch.nn.Parameter(torch.ones(d_model)), eps
+
+    def forward(self, x):
+        return torch.nn.functional.rms_norm(x, self.weight.shape, self.weight, self.eps)
+
+
+def apply_rope(x, positions, base=10000.0):
+    """Notebook 12: each feature i < d/2 turned with feature i + d/2 by the angle position · base^(-2i/d), written
+    with complex numbers (the halves as real and imaginary parts)."""
+    half = x.shape[-1] // 2
+    frequencies = base ** (-torch.arange(half, dtype=torch.float64) / half)  # (d/2,)
+    turns = torch.polar(torch.ones((), dtype=torch.float64), torch.outer(positions.double(), frequencies))
+    as_complex = torch.complex(x[..., :half].double(), x[..., half:].double()) * turns  # (..., seq, d/2)
+    return torch.cat([as_complex.real, as_complex.imag], dim=-1).to(x.dtype)
+
+
+class SwiGLU(torch.nn.Module):
+    """Notebook 12: the gated feed-forward of Llama, its three linears without bias."""
+
+    def __init__(self, d_model, d_hidden):
+        super().__init__()
+        self.gate_proj, self.up_proj = (torch.nn.Linear(d_model, d_hidden, bias=False) for _ in range(2))
+        self.down_proj = torch.nn.Linear(d_hidden, d_model, bias=False)
+
+    def forward(self, x):
+        gated = torch.nn.functional.silu(self.gate_proj(x)) * self.up_proj(x)  # (..., d_hidden)
+        return self.down_proj(gated)
+
+
+def grouped_query_attention(q, k, v, mask=None):
+    """Notebook 12: PyTorch's attention, which shares each key/value head among its group of query heads."""
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)

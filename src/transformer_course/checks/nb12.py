@@ -1,0 +1,451 @@
+"""Checks for notebook 12, the modern block: RMSNorm, rotary position embedding, the SwiGLU feed-forward,
+grouped-query attention, and the decoder layer that combines them.
+
+Oracles: Hugging Face's Llama, built from a small configuration (nothing downloaded, eager attention): its
+``LlamaRMSNorm``, ``LlamaMLP`` and ``LlamaDecoderLayer`` with the learner's weights copied in; its rotary embedding
+(``LlamaRotaryEmbedding`` and ``apply_rotary_pos_emb``, which pair feature i with feature i + d/2: the convention
+the notebook states); PyTorch's ``F.rms_norm`` and ``F.scaled_dot_product_attention`` with ``enable_gqa=True``. And
+properties: a rotary score depends only on the distance between the two positions; grouped-query attention with as
+many groups as heads is multi-head attention, and with one group multi-query attention.
+"""
+
+import os
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+# The oracle is built from a configuration: nothing may be fetched. Imported here, with the checks, so that the
+# sealed grading run records the library before a learner's code runs.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from transformers import LlamaConfig  # noqa: E402
+from transformers.models.llama.modeling_llama import (  # noqa: E402
+    LlamaDecoderLayer,
+    LlamaMLP,
+    LlamaRMSNorm,
+    LlamaRotaryEmbedding,
+    apply_rotary_pos_emb,
+)
+
+from . import (  # noqa: E402
+    CheckFailed,
+    built_with_seed,
+    call_learner,
+    earlier_exercises_replaced,
+    expect_close,
+    expect_tensor,
+    learner_facing,
+    matches,
+    passed,
+    perturbed,
+    seeded_randn,
+)
+
+
+def llama_config(d_model: int, num_heads: int, num_kv_heads: int, d_hidden: int, *, eps: float, base: float):
+    """A Llama configuration of the given sizes, without biases, with eager attention (the written-out form)."""
+    config = LlamaConfig(
+        hidden_size=d_model,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_kv_heads,
+        intermediate_size=d_hidden,
+        rms_norm_eps=eps,
+        rope_parameters={"rope_type": "default", "rope_theta": base},
+        attention_bias=False,
+        mlp_bias=False,
+        hidden_act="silu",
+    )
+    config._attn_implementation = "eager"
+    return config
+
+
+def rotary_oracle(q: torch.Tensor, positions: torch.Tensor, *, rope_base: float) -> torch.Tensor:
+    """q (batch, heads, seq, d_head) rotated by transformers' Llama rotary embedding at ``positions`` (seq,).
+    rope_base is required and keyword-only, under another name than the exercise's base: this is no answer to it."""
+    d_head = q.shape[-1]
+    config = llama_config(d_head, 1, 1, 4, eps=1e-6, base=rope_base)
+    cos, sin = LlamaRotaryEmbedding(config)(q, positions[None])  # (1, seq, d_head) each
+    rotated, _ = apply_rotary_pos_emb(q, q, cos.to(q.dtype), sin.to(q.dtype))
+    return rotated
+
+
+# Exercise 1 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_rmsnorm(RMSNorm: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+    """Compare with transformers' LlamaRMSNorm and PyTorch's F.rms_norm holding the learner's gain, for two eps."""
+    for d_model, eps in ((8, 1e-6), (6 + seed, 0.5)):
+        call = f"RMSNorm({d_model}, eps={eps})"
+        norm = built_with_seed(RMSNorm, d_model, eps=eps, seed=seed, call=call)
+        weight = _gain(norm, d_model, call)
+        with torch.no_grad():
+            weight.copy_(1 + 0.5 * seeded_randn(d_model, seed=seed))
+        oracle = LlamaRMSNorm(d_model, eps=eps)
+        oracle.weight.data.copy_(weight.detach())
+        x = 3 * seeded_randn(2, 5, d_model, seed=seed + 1) + 1  # (2, 5, d_model): a mean far from zero
+        out = call_learner(norm, x, call=f"{call}(x)")
+        expect_tensor(out, f"{call}(x)", x.shape, x.dtype)
+        expected = oracle(x)
+        if not matches(out, expected):
+            _diagnose_rmsnorm(out, x, weight.detach(), eps, call)
+            expect_close(out, expected, f"{call}(x), compared with transformers' LlamaRMSNorm")
+    passed("RMSNorm", "equals LlamaRMSNorm: x / √(mean(x²) + ε) times the gain")
+
+
+def _gain(norm: nn.Module, d_model: int, call: str) -> nn.Parameter:
+    weight = getattr(norm, "weight", None)
+    if not (isinstance(weight, nn.Parameter) and tuple(weight.shape) == (d_model,)):
+        raise CheckFailed(
+            f"{call} must hold its gain as self.weight, an nn.Parameter of shape ({d_model},) starting at ones, as "
+            "Llama names it (the check copies it into transformers' LlamaRMSNorm)."
+        )
+    if len(list(norm.parameters())) != 1:
+        raise CheckFailed(f"{call} has parameters besides its gain weight: RMSNorm has no bias.")
+    return weight
+
+
+def _diagnose_rmsnorm(out, x: torch.Tensor, weight: torch.Tensor, eps: float, call: str) -> None:
+    centred = x - x.mean(dim=-1, keepdim=True)
+    mistakes = {
+        "subtracts the mean first, as layer norm does: RMSNorm divides x itself by its root mean square, without "
+        "centring it": centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + eps) * weight,
+        "adds ε after the square root: it belongs inside, √(mean(x²) + ε)": x
+        / (x.pow(2).mean(-1, keepdim=True).sqrt() + eps)
+        * weight,
+        "leaves out the gain self.weight: multiply the normalised x by it": F.rms_norm(x, (x.shape[-1],), eps=eps),
+        "divides by the root of the SUM of squares over the features; take their mean": x
+        / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps)
+        * weight,
+    }
+    for mistake, result in mistakes.items():
+        if matches(out, result):
+            raise CheckFailed(f"{call}(x) {mistake}.")
+
+
+# Exercise 2 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_apply_rope(apply_rope, seed: int = 0) -> None:
+    """Compare with transformers' Llama rotary embedding at given positions (not 0, 1, ...), for two bases; then
+    the defining property: the score of q at position m and k at position n depends only on m - n."""
+    for d_head, base in ((8, 10000.0), (12, 500.0 + 100 * seed)):
+        q = seeded_randn(2, 3, 6, d_head, seed=seed)  # (batch, heads, seq, d_head)
+        positions = torch.arange(6) * (2 + seed) + 5  # (seq,): not 0, 1, ..., so that using them shows
+        call = f"apply_rope(q, positions, base={base}) with q {tuple(q.shape)}"
+        out = call_learner(apply_rope, q, positions, base=base, call=call)
+        expect_tensor(out, call, q.shape, q.dtype)
+        expected = rotary_oracle(q, positions, rope_base=base)
+        if not matches(out, expected):
+            _diagnose_rope(apply_rope, out, q, positions, base, call)
+            expect_close(out, expected, f"{call}, compared with transformers' Llama rotary embedding")
+    _check_relative(apply_rope, seed)
+    passed("apply_rope", "rotates as Llama does, and a score depends only on the distance between the positions")
+
+
+def _angles(positions: torch.Tensor, d_head: int, base: float, *, exponent_step: float) -> torch.Tensor:
+    """(seq, d_head / 2): the angle of each position and frequency, θ_i = base^(-exponent_step·i / d)."""
+    frequencies = base ** (-exponent_step * torch.arange(d_head // 2) / d_head)
+    return positions[:, None].to(torch.float32) * frequencies
+
+
+def _rotated_pairs(q: torch.Tensor, angles: torch.Tensor, *, adjacent: bool) -> torch.Tensor:
+    """q rotated pair by pair by ``angles``: pairs (i, i + d/2), or (2i, 2i + 1) if ``adjacent``."""
+    if adjacent:
+        first, second = q[..., 0::2], q[..., 1::2]
+    else:
+        first, second = q.chunk(2, dim=-1)
+    cos, sin = angles.cos(), angles.sin()
+    turned = (first * cos - second * sin, first * sin + second * cos)
+    if adjacent:
+        return torch.stack(turned, dim=-1).flatten(-2)
+    return torch.cat(turned, dim=-1)
+
+
+def _diagnose_rope(apply_rope, out, q, positions, base: float, call: str) -> None:
+    d_head = q.shape[-1]
+    right = _angles(positions, d_head, base, exponent_step=2.0)
+    mistakes = {
+        "rotates adjacent pairs (features 0 and 1, 2 and 3, ...). This course follows Llama in transformers: "
+        "feature i is paired with feature i + d/2 (the two halves), so rotate (x[..., :d/2], x[..., d/2:])": (
+            _rotated_pairs(q, right, adjacent=True)
+        ),
+        "rotates the other way: the first half becomes x₁ cos θ - x₂ sin θ, the second x₁ sin θ + x₂ cos θ": (
+            _rotated_pairs(q, -right, adjacent=False)
+        ),
+        "uses the frequencies base^(-i/d); they are θ_i = base^(-2i/d) for i = 0 .. d/2 - 1": _rotated_pairs(
+            q, _angles(positions, d_head, base, exponent_step=1.0), adjacent=False
+        ),
+        "rotates by 0, 1, 2, ... instead of the positions it was given": _rotated_pairs(
+            q, _angles(torch.arange(q.shape[-2]), d_head, base, exponent_step=2.0), adjacent=False
+        ),
+        "ignores base: use it for the frequencies, θ_i = base^(-2i/d)": _rotated_pairs(
+            q, _angles(positions, d_head, 10000.0, exponent_step=2.0), adjacent=False
+        ),
+    }
+    for mistake, result in mistakes.items():
+        if matches(out, result):
+            raise CheckFailed(f"{call} {mistake}.")
+
+
+def _check_relative(apply_rope, seed: int) -> None:
+    q, k = seeded_randn(1, 1, 1, 16, seed=seed + 2), seeded_randn(1, 1, 1, 16, seed=seed + 3)
+    scores = []
+    for shift in (0, 7, 50 + seed):
+        m, n = torch.tensor([9 + shift]), torch.tensor([4 + shift])
+        call = f"apply_rope at positions m = {m.item()} and n = {n.item()}"
+        rotated_q = call_learner(apply_rope, q, m, base=10000.0, call=call)
+        rotated_k = call_learner(apply_rope, k, n, base=10000.0, call=call)
+        scores.append((rotated_q * rotated_k).sum())
+    if not torch.allclose(torch.stack(scores), scores[0], atol=1e-4):
+        raise CheckFailed(
+            "q·k after the rotation changes when both positions move by the same amount: "
+            f"{', '.join(f'{s.item():.4f}' for s in scores)} for (m, n) = (9, 4), (16, 11), ({59 + seed}, "
+            f"{54 + seed}). Rotate each pair of features by the same angle m·θ_i in q and n·θ_i in k."
+        )
+
+
+# Exercise 3 ---------------------------------------------------------------------------------------------
+
+
+@learner_facing
+def check_swi_glu(SwiGLU: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+    """Compare with transformers' LlamaMLP holding the learner's weights."""
+    d_model, d_hidden = 8, 12 + 2 * seed
+    call = f"SwiGLU({d_model}, {d_hidden})"
+    mlp = built_with_seed(SwiGLU, d_model, d_hidden, seed=seed, call=call)
+    weights = _swiglu_weights(mlp, d_model, d_hidden, call)
+    oracle = LlamaMLP(llama_config(d_model, 1, 1, d_hidden, eps=1e-6, base=10000.0))
+    oracle.load_state_dict(weights)
+    x = seeded_randn(2, 5, d_model, seed=seed)  # (2, 5, d_model)
+    out = call_learner(mlp, x, call=f"{call}(x)")
+    expect_tensor(out, f"{call}(x)", x.shape, x.dtype)
+    with torch.no_grad():
+        expected = oracle(x)
+    if not matches(out, expected):
+        _diagnose_swiglu(out, x, weights, call)
+        expect_close(out, expected, f"{call}(x), compared with transformers' LlamaMLP")
+    passed("SwiGLU", "equals LlamaMLP: down_proj(silu(gate_proj(x)) * up_proj(x))")
+
+
+def _swiglu_weights(mlp: nn.Module, d_model: int, d_hidden: int, call: str) -> dict[str, torch.Tensor]:
+    shapes = {"gate_proj": (d_hidden, d_model), "up_proj": (d_hidden, d_model), "down_proj": (d_model, d_hidden)}
+    for name, shape in shapes.items():
+        layer = getattr(mlp, name, None)
+        if not (isinstance(layer, nn.Linear) and tuple(layer.weight.shape) == shape):
+            raise CheckFailed(
+                f"{call} must hold {', '.join(shapes)} as nn.Linear layers, Llama's names (the check copies their "
+                f"weights into transformers' LlamaMLP); {name} should map {shape[1]} features to {shape[0]}."
+            )
+        if layer.bias is not None:
+            raise CheckFailed(f"{call}: {name} has a bias; Llama's feed-forward layers have none (bias=False).")
+    return {f"{name}.weight": getattr(mlp, name).weight.detach().clone() for name in shapes}
+
+
+def _diagnose_swiglu(out, x: torch.Tensor, weights: dict, call: str) -> None:
+    gate, up, down = (weights[f"{name}.weight"] for name in ("gate_proj", "up_proj", "down_proj"))
+    mistakes = {
+        "applies SiLU to up_proj(x) instead of gate_proj(x): the gate is the branch that goes through SiLU": (
+            F.silu(x @ up.T) * (x @ gate.T)
+        ),
+        "uses GELU; SwiGLU's gate goes through SiLU (x·sigmoid(x), F.silu)": F.gelu(x @ gate.T) * (x @ up.T),
+        "uses ReLU; SwiGLU's gate goes through SiLU (x·sigmoid(x), F.silu)": F.relu(x @ gate.T) * (x @ up.T),
+        "adds the two branches; SwiGLU multiplies them, element by element": F.silu(x @ gate.T) + (x @ up.T),
+    }
+    for mistake, hidden in mistakes.items():
+        if matches(out, hidden @ down.T):
+            raise CheckFailed(f"{call}(x) {mistake}.")
+
+
+# Exercise 4 ---------------------------------------------------------------------------------------------
+
+
+def _gqa_inputs(seed: int, heads: int, kv_heads: int, seq: int = 7, d_head: int = 8):
+    q = seeded_randn(2, heads, seq, d_head, seed=seed)
+    k = seeded_randn(2, kv_heads, seq, d_head, seed=seed + 1)
+    v = seeded_randn(2, kv_heads, seq, d_head, seed=seed + 2)
+    return q, k, v
+
+
+@learner_facing
+def check_grouped_query_attention(grouped_query_attention, seed: int = 0) -> None:
+    """Compare with F.scaled_dot_product_attention(enable_gqa=True) for several groupings, with and without a
+    causal mask; with one key head per query head it must be multi-head attention, with one key head for all
+    multi-query attention."""
+    causal = torch.ones(7, 7, dtype=torch.bool).tril()
+    for heads, kv_heads in ((4, 2), (6, 3), (4, 4), (4, 1), (8, 2)):
+        q, k, v = _gqa_inputs(seed + heads + kv_heads, heads, kv_heads)
+        for mask in (None, causal):
+            call = (
+                f"grouped_query_attention(q, k, v{', mask=causal' if mask is not None else ''}) with {heads} query "
+                f"heads and {kv_heads} key/value heads"
+            )
+            out = call_learner(grouped_query_attention, q, k, v, mask=mask, call=call)
+            expect_tensor(out, call, q.shape, q.dtype)
+            expected, oracle = _gqa_oracle(q, k, v, mask)
+            if not matches(out, expected):
+                _diagnose_gqa(out, q, k, v, mask, heads, kv_heads, call)
+                expect_close(out, expected, f"{call}, compared with {oracle}")
+    passed("grouped_query_attention", "each group of query heads shares one key/value head, in Llama's order")
+
+
+def _gqa_oracle(q, k, v, mask) -> tuple[torch.Tensor, str]:
+    """The expected outputs, and what computed them: multi-head attention when every query head has its own key
+    and value head, multi-query attention (one head's keys and values seen by all) when there is one, and PyTorch's
+    grouped-query attention between the two."""
+    heads, kv_heads = q.shape[1], k.shape[1]
+    if kv_heads == heads:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), "multi-head attention (PyTorch's)"
+    if kv_heads == 1:
+        shared = (t.expand(-1, heads, -1, -1) for t in (k, v))  # the one head, seen by every query head
+        return F.scaled_dot_product_attention(q, *shared, attn_mask=mask), "multi-query attention (PyTorch's)"
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True), (
+        "F.scaled_dot_product_attention(enable_gqa=True)"
+    )
+
+
+def _diagnose_gqa(out, q, k, v, mask, heads: int, kv_heads: int, call: str) -> None:
+    groups = heads // kv_heads
+    unscaled = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0, enable_gqa=True)
+    if matches(out, unscaled):
+        raise CheckFailed(f"{call} leaves the scores unscaled: divide them by √d_head, the size of a head's query.")
+    tiled = F.scaled_dot_product_attention(q, k.repeat(1, groups, 1, 1), v.repeat(1, groups, 1, 1), attn_mask=mask)
+    if kv_heads not in (1, heads) and matches(out, tiled):
+        raise CheckFailed(
+            f"{call} repeats the key/value heads in the wrong order (as .repeat does: 0, 1, 0, 1, ...). Query heads "
+            f"come in groups of {groups} that share one key/value head: query head h uses key/value head "
+            f"h // {groups}, so repeat each key/value head {groups} times in place (repeat_interleave along dim 1)."
+        )
+    if kv_heads == heads:
+        raise CheckFailed(
+            f"{call}: with as many key/value heads as query heads this is ordinary multi-head attention, and the "
+            "result must equal it; check the scaling by √d_head and the mask (True = may attend)."
+        )
+    if kv_heads == 1:
+        raise CheckFailed(
+            f"{call}: with one key/value head for all query heads (multi-query attention) every query head must "
+            "attend to that one head's keys and values."
+        )
+
+
+# Exercise 5 ---------------------------------------------------------------------------------------------
+
+BLOCK_PARTS = {
+    "input_layernorm": "input_layernorm",
+    "q_proj": "self_attn.q_proj",
+    "k_proj": "self_attn.k_proj",
+    "v_proj": "self_attn.v_proj",
+    "o_proj": "self_attn.o_proj",
+    "post_attention_layernorm": "post_attention_layernorm",
+    "mlp": "mlp",
+}
+
+
+@learner_facing
+def check_modern_block(ModernBlock: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+    """Compare with transformers' LlamaDecoderLayer holding the learner's weights, causal, for grouped-query and
+    multi-head sizes and two RoPE bases; then that no position sees a later one."""
+    names = ("RMSNorm", "SwiGLU", "apply_rope", "grouped_query_attention")
+    with earlier_exercises_replaced(ModernBlock.__init__, *names):
+        for d_model, heads, kv_heads, d_hidden, base in ((32, 4, 2, 48, 10000.0), (24, 3, 3, 40, 500.0 + seed)):
+            _check_block_case(ModernBlock, seed, d_model, heads, kv_heads, d_hidden, base)
+    passed("ModernBlock", "equals transformers' LlamaDecoderLayer with the same weights, causal")
+
+
+def _check_block_case(ModernBlock, seed: int, d_model, heads, kv_heads, d_hidden, base) -> None:  # noqa: N803
+    eps = 1e-5
+    call = f"ModernBlock({d_model}, {heads}, {kv_heads}, {d_hidden}, eps={eps}, base={base})"
+    block = built_with_seed(ModernBlock, d_model, heads, kv_heads, d_hidden, eps=eps, base=base, seed=seed, call=call)
+    block = perturbed(block, seed)
+    config = llama_config(d_model, heads, kv_heads, d_hidden, eps=eps, base=base)
+    oracle = _llama_twin(block, config, call)
+    x = seeded_randn(2, 9, d_model, seed=seed)  # (batch, seq, d_model)
+    with torch.no_grad():
+        out = call_learner(block, x, call=f"{call}(x)")
+        expect_tensor(out, f"{call}(x)", x.shape, x.dtype)
+        expected = _run_llama(oracle, config, x)
+        if not matches(out, expected):
+            _diagnose_block(block, x, out, call, heads=heads, kv_heads=kv_heads, base=base)
+            expect_close(out, expected, f"{call}(x), compared with transformers' LlamaDecoderLayer", atol=1e-4)
+
+
+def _llama_twin(block: nn.Module, config, call: str) -> LlamaDecoderLayer:
+    parameters = {}
+    for ours, theirs in BLOCK_PARTS.items():
+        part = getattr(block, ours, None)
+        if not isinstance(part, nn.Module):
+            raise CheckFailed(
+                f"{call} must hold {', '.join(BLOCK_PARTS)}, Llama's names for its parts (the check copies their "
+                f"weights into transformers' LlamaDecoderLayer); it has no {ours}."
+            )
+        parameters |= {f"{theirs}.{name}": value.detach() for name, value in part.state_dict().items()}
+    with torch.random.fork_rng():
+        twin = LlamaDecoderLayer(config, layer_idx=0)
+    expected = set(twin.state_dict())
+    if set(parameters) != expected:
+        raise CheckFailed(
+            f"{call}: its parts hold {sorted(set(parameters) - expected) or 'too few weights'} where Llama's layer "
+            f"has {sorted(expected - set(parameters)) or 'no more'}: the projections are nn.Linear without bias, "
+            "the norms RMSNorm (one weight each), the MLP a SwiGLU."
+        )
+    try:
+        twin.load_state_dict(parameters)
+    except RuntimeError as error:
+        raise CheckFailed(
+            f"{call}: a part's weight has the wrong shape for Llama's layer ({error}). q_proj maps d_model to "
+            "num_heads·d_head, k_proj and v_proj to num_kv_heads·d_head, o_proj back to d_model."
+        ) from None
+    return twin.eval()
+
+
+def _run_llama(layer: LlamaDecoderLayer, config, x: torch.Tensor) -> torch.Tensor:
+    seq = x.shape[1]
+    positions = torch.arange(seq)[None]  # (1, seq)
+    with torch.random.fork_rng():
+        cos, sin = LlamaRotaryEmbedding(config)(x, positions)
+    future = torch.full((seq, seq), torch.finfo(x.dtype).min).triu(1)[None, None]  # (1, 1, seq, seq)
+    return layer(x, attention_mask=future, position_ids=positions, position_embeddings=(cos, sin))
+
+
+def _diagnose_block(block: nn.Module, x: torch.Tensor, out: torch.Tensor, call: str, **sizes) -> None:
+    changed = x.clone()
+    changed[:, -1] += 1.0
+    later = call_learner(block, changed, call=f"{call}(x)")
+    if not torch.allclose(later[:, :-1], out[:, :-1], atol=1e-6):
+        raise CheckFailed(
+            f"{call}(x): changing the last position changes the outputs at earlier ones: a position must not see "
+            "later ones (a causal mask, True where key j <= query i)."
+        )
+    mistakes = {
+        "rotates the values too: RoPE turns the queries and the keys only, so that it changes the scores, not what "
+        "is averaged": {"rotated": "qkv"},
+        "rotates the queries but not the keys: RoPE turns both, each by its own position": {"rotated": "q"},
+        "does not rotate the queries and keys: apply_rope to both, at positions 0, 1, ..., seq - 1": {"rotated": ""},
+        "normalises after each residual addition (post-norm); Llama normalises each sublayer's input (pre-norm): "
+        "x + attention(input_layernorm(x)), then x + mlp(post_attention_layernorm(x))": {"pre_norm": False},
+    }
+    with torch.no_grad():
+        for mistake, variant in mistakes.items():
+            if matches(out, _block_variant(block, x, **sizes, **variant)):
+                raise CheckFailed(f"{call}(x) {mistake}.")
+
+
+def _block_variant(
+    block: nn.Module, x: torch.Tensor, *, heads: int, kv_heads: int, base: float, rotated="qk", pre_norm=True
+) -> torch.Tensor:
+    """What the block's own parts compute when put together with one thing changed: which of q, k, v are rotated,
+    and pre- or post-norm. The check's way to name a mistake, with PyTorch's attention and transformers' rotation."""
+    positions = torch.arange(x.shape[1])
+    norm_1, norm_2 = (block.input_layernorm, block.post_attention_layernorm) if pre_norm else (nn.Identity(),) * 2
+    parts = {
+        name: getattr(block, f"{name}_proj")(norm_1(x)).unflatten(-1, (count, -1)).transpose(1, 2)
+        for name, count in (("q", heads), ("k", kv_heads), ("v", kv_heads))
+    }  # (batch, heads or kv_heads, seq, d_head) each
+    turned = {name: rotary_oracle(t, positions, rope_base=base) if name in rotated else t for name, t in parts.items()}
+    mixed = F.scaled_dot_product_attention(*turned.values(), is_causal=True, enable_gqa=True)
+    after = x + block.o_proj(mixed.transpose(1, 2).flatten(2))
+    if not pre_norm:
+        after = block.input_layernorm(after)
+    result = after + block.mlp(norm_2(after))
+    return result if pre_norm else block.post_attention_layernorm(result)

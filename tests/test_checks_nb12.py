@@ -1,0 +1,263 @@
+"""The checks of notebook 12 (RMSNorm, RoPE, SwiGLU, grouped-query attention, the modern block) accept the
+solutions and correct answers written in other ways, grade each exercise on its own, vary with their seed, and
+explain stubs.
+
+(Kept wrong answers are rejected: tests/test_wrong_answers.py; the solution notebook passes the checks when CI
+executes it.)
+"""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from autograder.submissions import solution_code, solution_notebooks
+from tests.check_probes import assert_hidden_tests_differ, calls_of, hidden_seeds
+from tests.stubs import StubModule, raise_not_implemented
+from transformer_course import checks
+from transformer_course.checks import CheckFailed, NotImplementedYet, nb12, stand_ins
+
+ASSIGNMENT = "12_modern_block"
+CHECKS = {
+    "RMSNorm": nb12.check_rmsnorm,
+    "apply_rope": nb12.check_apply_rope,
+    "SwiGLU": nb12.check_swi_glu,
+    "grouped_query_attention": nb12.check_grouped_query_attention,
+    "ModernBlock": nb12.check_modern_block,
+}
+
+
+def solved_namespace() -> dict:
+    """The solution notebook's imports and its exercises, as a notebook's namespace."""
+    notebook = next(iter(solution_notebooks(ASSIGNMENT).values()))
+    namespace = {}
+    exec(next(cell.source for cell in notebook.cells if cell.get("id") == "imports"), namespace)
+    for exercise in CHECKS:
+        exec(solution_code(ASSIGNMENT)[exercise], namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("exercise", list(CHECKS))
+def test_the_solutions_pass(exercise):
+    CHECKS[exercise](solved_namespace()[exercise], seed=2)
+
+
+@pytest.mark.parametrize("name", ["RMSNorm", "apply_rope", "SwiGLU", "grouped_query_attention"])
+def test_the_stand_ins_pass(name):
+    CHECKS[name](getattr(stand_ins, name))
+
+
+# Correct answers written in other ways ------------------------------------------------------------------
+
+
+class RMSNormByTheNorm(nn.Module):
+    """The root mean square as the vector's length over √d; eps kept under another name."""
+
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.variance_epsilon = eps
+
+    def forward(self, x):
+        rms = torch.sqrt(torch.linalg.vector_norm(x, dim=-1, keepdim=True) ** 2 / x.shape[-1] + self.variance_epsilon)
+        return self.weight * (x / rms)
+
+
+def rope_by_rotate_half(x, positions, base=10000.0):
+    """transformers' way: cos and sin repeated over both halves, and the halves swapped with a sign."""
+    d = x.shape[-1]
+    inv_freq = 1.0 / (base ** (torch.arange(0, d, 2).float() / d))
+    angles = torch.outer(positions.float(), inv_freq).repeat(1, 2)  # (seq, d)
+    swapped = torch.cat([-x[..., d // 2 :], x[..., : d // 2]], dim=-1)
+    return x * angles.cos() + swapped * angles.sin()
+
+
+def rope_with_a_rotation_matrix(x, positions, base=10000.0):
+    """A (seq, d, d) block rotation matrix applied by einsum."""
+    d, half = x.shape[-1], x.shape[-1] // 2
+    angles = positions[:, None].double() * base ** (-2 * torch.arange(half, dtype=torch.float64) / d)  # (seq, d/2)
+    rotation = torch.zeros(len(positions), d, d, dtype=torch.float64)
+    index = torch.arange(half)
+    rotation[:, index, index] = angles.cos()
+    rotation[:, index + half, index + half] = angles.cos()
+    rotation[:, index, index + half] = -angles.sin()
+    rotation[:, index + half, index] = angles.sin()
+    return torch.einsum("sij,...sj->...si", rotation, x.double()).to(x.dtype)
+
+
+class SwiGLUWithSigmoid(nn.Module):
+    """SiLU written out, the layers made in a loop."""
+
+    def __init__(self, d_model, d_hidden):
+        super().__init__()
+        for name, shape in (("gate_proj", (d_model, d_hidden)), ("up_proj", (d_model, d_hidden))):
+            setattr(self, name, nn.Linear(*shape, bias=False))
+        self.down_proj = nn.Linear(d_hidden, d_model, bias=False)
+
+    def forward(self, x):
+        gate = self.gate_proj(x)
+        return self.down_proj(gate * torch.sigmoid(gate) * self.up_proj(x))
+
+
+def gqa_by_expand_and_reshape(q, k, v, mask=None):
+    """transformers' repeat_kv: a new axis expanded, then folded into the heads; the softmax by hand."""
+    b, kv_heads, s, d = k.shape
+    groups = q.shape[1] // kv_heads
+    k = k[:, :, None].expand(b, kv_heads, groups, s, d).reshape(b, kv_heads * groups, s, d)
+    v = v[:, :, None].expand(b, kv_heads, groups, s, d).reshape(b, kv_heads * groups, s, d)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d)
+    if mask is not None:
+        scores = torch.where(mask, scores, float("-inf"))
+    return scores.softmax(dim=-1) @ v
+
+
+def gqa_by_grouped_einsum(q, k, v, mask=None):
+    """The query heads viewed as (kv_heads, groups), so that no key is copied."""
+    b, heads, s, d = q.shape
+    grouped = q.view(b, k.shape[1], heads // k.shape[1], s, d)  # (batch, kv_heads, groups, seq, d)
+    scores = torch.einsum("bkgqd,bksd->bkgqs", grouped, k) / d**0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -math.inf)
+    out = torch.einsum("bkgqs,bksd->bkgqd", scores.softmax(dim=-1), v)
+    return out.reshape(b, heads, s, d)
+
+
+class BlockWithUnflattenAndAnIndexMask(nn.Module):
+    """Heads by unflatten, the mask compared from indices, the sizes read back from the layers."""
+
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.d_head, self.base = d_model // num_heads, base
+        self.input_layernorm = stand_ins.RMSNorm(d_model, eps=eps)
+        self.post_attention_layernorm = stand_ins.RMSNorm(d_model, eps=eps)
+        self.q_proj = nn.Linear(d_model, d_model, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * self.d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * self.d_head, bias=False)
+        self.o_proj = nn.Linear(d_model, d_model, bias=False)
+        self.mlp = stand_ins.SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        u = self.input_layernorm(x)
+        q, k, v = (
+            proj(u).unflatten(-1, (-1, self.d_head)).transpose(1, 2) for proj in (self.q_proj, self.k_proj, self.v_proj)
+        )
+        positions = torch.arange(x.shape[1])
+        q, k = (stand_ins.apply_rope(t, positions, base=self.base) for t in (q, k))
+        visible = positions[None, :] <= positions[:, None]
+        mixed = stand_ins.grouped_query_attention(q, k, v, visible)
+        x = x + self.o_proj(mixed.transpose(1, 2).reshape(x.shape))
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(
+    ("check", "answer"),
+    [
+        (nb12.check_rmsnorm, RMSNormByTheNorm),
+        (nb12.check_apply_rope, rope_by_rotate_half),
+        (nb12.check_apply_rope, rope_with_a_rotation_matrix),
+        (nb12.check_swi_glu, SwiGLUWithSigmoid),
+        (nb12.check_grouped_query_attention, gqa_by_expand_and_reshape),
+        (nb12.check_grouped_query_attention, gqa_by_grouped_einsum),
+        (nb12.check_modern_block, BlockWithUnflattenAndAnIndexMask),
+    ],
+)
+def test_checks_accept_correct_answers_written_differently(check, answer, seed):
+    check(answer, seed=seed)
+
+
+# Each exercise on its own; stubs ------------------------------------------------------------------------
+
+
+def test_a_correct_block_gets_its_points_while_the_earlier_exercises_are_stubs():
+    namespace = solved_namespace()
+    namespace |= {"RMSNorm": StubModule, "SwiGLU": StubModule}
+    namespace |= {"apply_rope": raise_not_implemented, "grouped_query_attention": raise_not_implemented}
+    nb12.check_modern_block(namespace["ModernBlock"])
+    assert namespace["RMSNorm"] is StubModule  # the notebook's own names are put back
+
+
+def test_without_stand_ins_the_block_check_names_the_learners_own_parts(monkeypatch):
+    monkeypatch.setattr(checks, "stand_ins", None)  # as in a student release
+    namespace = solved_namespace()
+    nb12.check_modern_block(namespace["ModernBlock"])  # the learner's correct parts: full marks
+    namespace["apply_rope"] = raise_not_implemented
+    with pytest.raises(CheckFailed, match="This check used your own RMSNorm, SwiGLU, apply_rope"):
+        nb12.check_modern_block(namespace["ModernBlock"])
+
+
+@pytest.mark.parametrize(
+    ("check", "stub"),
+    [
+        (nb12.check_rmsnorm, StubModule),
+        (nb12.check_apply_rope, raise_not_implemented),
+        (nb12.check_swi_glu, StubModule),
+        (nb12.check_grouped_query_attention, raise_not_implemented),
+        (nb12.check_modern_block, StubModule),
+    ],
+)
+def test_a_stub_is_reported_as_not_implemented_yet(check, stub):
+    with pytest.raises(NotImplementedYet, match="is not implemented yet"):
+        check(stub)
+
+
+# Seeds ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("check", "correct"),
+    [
+        (nb12.check_rmsnorm, stand_ins.RMSNorm),
+        (nb12.check_swi_glu, stand_ins.SwiGLU),
+        (nb12.check_modern_block, BlockWithUnflattenAndAnIndexMask),
+        (nb12.check_apply_rope, rope_by_rotate_half),
+        (nb12.check_grouped_query_attention, gqa_by_expand_and_reshape),
+    ],
+)
+def test_every_hidden_test_gives_other_inputs_than_the_visible_one(check, correct):
+    assert_hidden_tests_differ(ASSIGNMENT, check, correct)
+
+
+def test_every_hidden_test_of_rope_gives_other_positions():
+    visible = [call["positions"] for call in calls_of(nb12.check_apply_rope, rope_by_rotate_half, 0)]
+    for seed in hidden_seeds(ASSIGNMENT, "check_apply_rope"):
+        hidden = [call["positions"] for call in calls_of(nb12.check_apply_rope, rope_by_rotate_half, seed)]
+        assert not torch.equal(visible[0], hidden[0]), f"seed={seed} gives the same positions"
+
+
+# The oracle ----------------------------------------------------------------------------------------------
+
+
+def test_the_rotary_oracle_pairs_halves_and_turns_by_position_times_theta():
+    x = torch.zeros(1, 1, 1, 4)
+    x[..., 0] = 1.0  # the first feature of pair 0, whose partner is feature 2
+    turned = nb12.rotary_oracle(x, torch.tensor([3]), rope_base=10000.0)
+    assert torch.allclose(turned[0, 0, 0], torch.tensor([math.cos(3.0), 0.0, math.sin(3.0), 0.0]), atol=1e-6)
+
+
+def test_the_block_oracle_is_causal_and_uses_the_weights_given():
+    block = stand_ins_block()
+    config = nb12.llama_config(16, 4, 2, 24, eps=1e-6, base=10000.0)
+    twin = nb12._llama_twin(block, config, call="block")
+    x = torch.randn(1, 5, 16)
+    with torch.no_grad():
+        out = nb12._run_llama(twin, config, x)
+        changed = x.clone()
+        changed[:, -1] += 1.0
+        assert torch.allclose(nb12._run_llama(twin, config, changed)[:, :-1], out[:, :-1])
+        assert torch.allclose(out, block(x), atol=1e-5)
+
+
+def stand_ins_block() -> nn.Module:
+    torch.manual_seed(0)
+    return BlockWithUnflattenAndAnIndexMask(16, 4, 2, 24)
+
+
+def test_an_unscaled_gqa_is_named_even_with_one_group_per_head():
+    def unscaled(q, k, v, mask=None):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0, enable_gqa=True)
+
+    with pytest.raises(CheckFailed, match="unscaled"):
+        nb12.check_grouped_query_attention(unscaled)

@@ -1,0 +1,324 @@
+"""Wrong answers to notebook 12: RMSNorm, rotary position embedding, SwiGLU, grouped-query attention, the block."""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+# Later exercises call earlier ones by name, as they do in the notebook; these stand for those names.
+from transformer_course.checks.stand_ins import RMSNorm, SwiGLU, apply_rope, grouped_query_attention
+from wrong_answers import wrong_answer
+
+ASSIGNMENT = "12_modern_block"
+
+# Exercise 1: RMSNorm -------------------------------------------------------------------------------------
+
+
+@wrong_answer("RMSNorm", message="subtracts the mean first")
+class RMSNormSubtractingTheMean(nn.Module):
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        x = x - x.mean(dim=-1, keepdim=True)
+        return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
+
+
+@wrong_answer("RMSNorm", message="adds ε after the square root")
+class RMSNormWithEpsOutsideTheRoot(nn.Module):
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        return x / (x.pow(2).mean(dim=-1, keepdim=True).sqrt() + self.eps) * self.weight
+
+
+@wrong_answer("RMSNorm", message="leaves out the gain")
+class RMSNormWithoutTheGain(nn.Module):
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+
+
+@wrong_answer("RMSNorm", message="RMSNorm has no bias")
+class RMSNormWithABias(nn.Module):
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight + self.bias
+
+
+@wrong_answer("RMSNorm", message="SUM of squares")
+class RMSNormOverTheSum(nn.Module):
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).sum(dim=-1, keepdim=True) + self.eps) * self.weight
+
+
+# Exercise 2: apply_rope ----------------------------------------------------------------------------------
+
+
+@wrong_answer("apply_rope", message="rotates adjacent pairs")
+def apply_rope_to_adjacent_pairs(x, positions, base=10000.0):
+    d_head = x.shape[-1]
+    angles = positions[:, None].float() * base ** (-torch.arange(0, d_head, 2).float() / d_head)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    turned = torch.stack([even * angles.cos() - odd * angles.sin(), even * angles.sin() + odd * angles.cos()], dim=-1)
+    return turned.flatten(-2)
+
+
+@wrong_answer("apply_rope", message="rotates the other way")
+def apply_rope_turning_backwards(x, positions, base=10000.0):
+    d_head = x.shape[-1]
+    angles = positions[:, None].float() * base ** (-torch.arange(0, d_head, 2).float() / d_head)
+    first, second = x[..., : d_head // 2], x[..., d_head // 2 :]
+    return torch.cat([first * angles.cos() + second * angles.sin(), second * angles.cos() - first * angles.sin()], -1)
+
+
+@wrong_answer("apply_rope", message="uses the frequencies base^(-i/d)")
+def apply_rope_with_frequencies_too_close(x, positions, base=10000.0):
+    d_head = x.shape[-1]
+    angles = positions[:, None].float() * base ** (-torch.arange(d_head // 2).float() / d_head)
+    first, second = x[..., : d_head // 2], x[..., d_head // 2 :]
+    return torch.cat([first * angles.cos() - second * angles.sin(), first * angles.sin() + second * angles.cos()], -1)
+
+
+@wrong_answer("apply_rope", message="instead of the positions it was given")
+def apply_rope_counting_from_zero(x, positions, base=10000.0):
+    d_head, seq = x.shape[-1], x.shape[-2]
+    angles = torch.arange(seq)[:, None].float() * base ** (-torch.arange(0, d_head, 2).float() / d_head)
+    first, second = x[..., : d_head // 2], x[..., d_head // 2 :]
+    return torch.cat([first * angles.cos() - second * angles.sin(), first * angles.sin() + second * angles.cos()], -1)
+
+
+@wrong_answer("apply_rope", message="ignores base")
+def apply_rope_ignoring_the_base(x, positions, base=10000.0):
+    d_head = x.shape[-1]
+    angles = positions[:, None].float() * 10000.0 ** (-torch.arange(0, d_head, 2).float() / d_head)
+    first, second = x[..., : d_head // 2], x[..., d_head // 2 :]
+    return torch.cat([first * angles.cos() - second * angles.sin(), first * angles.sin() + second * angles.cos()], -1)
+
+
+# Exercise 3: SwiGLU --------------------------------------------------------------------------------------
+
+
+@wrong_answer("SwiGLU", message="applies SiLU to up_proj(x) instead of gate_proj(x)")
+class SwiGLUGatingTheWrongBranch(nn.Module):
+    def __init__(self, d_model, d_hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(d_model, d_hidden, bias=False)
+        self.up_proj = nn.Linear(d_model, d_hidden, bias=False)
+        self.down_proj = nn.Linear(d_hidden, d_model, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(self.gate_proj(x) * F.silu(self.up_proj(x)))
+
+
+@wrong_answer("SwiGLU", message="uses GELU")
+class SwiGLUWithGELU(nn.Module):
+    def __init__(self, d_model, d_hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(d_model, d_hidden, bias=False)
+        self.up_proj = nn.Linear(d_model, d_hidden, bias=False)
+        self.down_proj = nn.Linear(d_hidden, d_model, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.gelu(self.gate_proj(x)) * self.up_proj(x))
+
+
+@wrong_answer("SwiGLU", message="has a bias")
+class SwiGLUWithBiases(nn.Module):
+    def __init__(self, d_model, d_hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(d_model, d_hidden)
+        self.up_proj = nn.Linear(d_model, d_hidden)
+        self.down_proj = nn.Linear(d_hidden, d_model)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+@wrong_answer("SwiGLU", message="adds the two branches")
+class SwiGLUAddingTheBranches(nn.Module):
+    def __init__(self, d_model, d_hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(d_model, d_hidden, bias=False)
+        self.up_proj = nn.Linear(d_model, d_hidden, bias=False)
+        self.down_proj = nn.Linear(d_hidden, d_model, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) + self.up_proj(x))
+
+
+# Exercise 4: grouped_query_attention ---------------------------------------------------------------------
+
+
+@wrong_answer("grouped_query_attention", message="repeats the key/value heads in the wrong order")
+def grouped_query_attention_tiling_the_heads(q, k, v, mask=None):
+    groups = q.shape[1] // k.shape[1]
+    return F.scaled_dot_product_attention(q, k.repeat(1, groups, 1, 1), v.repeat(1, groups, 1, 1), attn_mask=mask)
+
+
+@wrong_answer("grouped_query_attention", message="repeats the key/value heads in the wrong order")
+def grouped_query_attention_by_head_modulo(q, k, v, mask=None):
+    kv_heads = k.shape[1]
+    which = torch.arange(q.shape[1]) % kv_heads
+    return F.scaled_dot_product_attention(q, k[:, which], v[:, which], attn_mask=mask)
+
+
+@wrong_answer("grouped_query_attention", message="leaves the scores unscaled")
+def grouped_query_attention_without_scaling(q, k, v, mask=None):
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)
+
+
+# Exercise 5: ModernBlock ---------------------------------------------------------------------------------
+
+
+@wrong_answer("ModernBlock", message="rotates the values too")
+class ModernBlockRotatingTheValues(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k, v = (apply_rope(t, positions, self.base) for t in (q, k, v))
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        x = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+@wrong_answer("ModernBlock", message="rotates the queries but not the keys")
+class ModernBlockRotatingOnlyTheQueries(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        q = apply_rope(q, torch.arange(seq), self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        x = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+@wrong_answer("ModernBlock", message="a position must not see later ones")
+class ModernBlockWithoutTheCausalMask(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v)
+        x = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+@wrong_answer("ModernBlock", message="post-norm")
+class ModernBlockPostNorm(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        q = self.q_proj(x).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(x).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(x).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        x = self.input_layernorm(x + self.o_proj(heads.transpose(1, 2).flatten(2)))
+        return self.post_attention_layernorm(x + self.mlp(x))
+
+
+@wrong_answer("ModernBlock", message="Llama's names for its parts")
+class ModernBlockWithItsOwnNames(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.norm_1 = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.norm_2 = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        h = self.norm_1(x)
+        q = self.q_proj(h).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        x = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        return x + self.mlp(self.norm_2(x))

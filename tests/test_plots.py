@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from transformer_course.plots import attention_heads, attention_heatmap, curves, mask_heatmap  # noqa: E402
+from transformer_course.plots import attention_heads, attention_heatmap, curves, mask_heatmap, show  # noqa: E402
 
 
 def test_heatmap_labels_rows_as_queries_and_columns_as_keys():
@@ -51,3 +51,15 @@ def test_heatmap_of_a_long_sentence_can_leave_out_the_values():
     ax = attention_heatmap(torch.softmax(torch.randn(3, 4), dim=-1), list("abc"), list("wxyz"), annotate=False)
     assert len(ax.texts) == 0
     plt.close(ax.figure)
+
+
+def test_show_closes_the_figures_undrawn_while_nbgrader_grades_and_shows_them_otherwise(monkeypatch):
+    shown = []
+    monkeypatch.setattr(plt, "show", lambda: shown.append(plt.get_fignums()))
+    plt.figure()
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    show()
+    assert len(shown) == 1 and shown[0]
+    monkeypatch.setenv("NBGRADER_EXECUTION", "1")
+    show()
+    assert len(shown) == 1 and plt.get_fignums() == []

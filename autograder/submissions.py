@@ -2,6 +2,7 @@
 student version with every solution cell filled in with the solution's code."""
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import nbformat
@@ -33,6 +34,18 @@ def solution_code(assignment: str) -> dict[str, str]:
         for cell in notebook.cells
         if is_answer(cell)
     }
+
+
+def solved_namespace(assignment: str, exercises: Iterable[str] | None = None) -> dict:
+    """What a solved notebook defines: its set-up cell (the first code cell, the imports) run, then the solution
+    cells of ``exercises`` (every one when None), as a student would have typed them."""
+    (notebook,) = solution_notebooks(assignment).values()
+    namespace = {}
+    exec(next(cell.source for cell in notebook.cells if cell.cell_type == "code"), namespace)
+    code = solution_code(assignment)
+    for exercise in code if exercises is None else exercises:
+        exec(code[exercise], namespace)
+    return namespace
 
 
 def filled_in(released: dict[str, nbformat.NotebookNode], code: dict[str, str]) -> dict[str, nbformat.NotebookNode]:

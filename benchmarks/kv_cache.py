@@ -17,27 +17,15 @@ import math
 import sys
 from pathlib import Path
 
-import nbformat
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from autograder.repository import SOLUTIONS  # noqa: E402
-from autograder.submissions import solution_code  # noqa: E402
+from autograder.submissions import solved_namespace  # noqa: E402
 from transformer_course.allocations import allocations_of  # noqa: E402
 from transformer_course.decoding_time import greedy_step_seconds  # noqa: E402
 from transformer_course.reference import GPT  # noqa: E402
 
 ASSIGNMENT = "11_fast_inference"
-
-
-def notebook_functions() -> dict:
-    """The solution notebook's set-up cell and its solutions, run as the notebook runs them."""
-    notebook = nbformat.read(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
-    imports = next(cell.source for cell in notebook.cells if cell.get("id") == "imports")
-    namespace: dict = {}
-    for source in (imports, *solution_code(ASSIGNMENT).values()):
-        exec(source, namespace)
-    return namespace
 
 
 def generation_seconds(notebook: dict, rounds: int, tokens: int) -> None:
@@ -91,7 +79,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=256)
     arguments = parser.parse_args()
-    notebook = notebook_functions()
+    notebook = solved_namespace(ASSIGNMENT)  # the set-up cell (one thread, as the notebook) and the solutions
     torch.set_num_threads(arguments.threads)  # after the set-up cell, which sets one thread as the notebook does
     generation_seconds(notebook, arguments.rounds, arguments.tokens)
     peak_memory(notebook)

@@ -21,14 +21,13 @@ import time
 import warnings
 from pathlib import Path
 
-import nbformat
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from autograder.repository import SOLUTIONS, assignments  # noqa: E402
-from autograder.submissions import solution_code  # noqa: E402
+from autograder.repository import assignments  # noqa: E402
+from autograder.submissions import solution_code, solution_notebooks, solved_namespace  # noqa: E402
 from transformer_course import reference  # noqa: E402
 from transformer_course.checks.nb06 import load_stack  # noqa: E402
 from transformer_course.data.translation import PAD, Vocabulary, endless_batches, splits  # noqa: E402
@@ -41,11 +40,9 @@ CONFIGURATION = {"d_model": 64, "num_heads": 4, "d_ff": 256, "num_layers": 2}
 def notebook_functions() -> dict:
     """The solution notebook's set-up cell, its solutions and its loss of one batch, run as the notebook runs
     them."""
-    notebook = nbformat.read(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
-    code = {cell.id: cell.source for cell in notebook.cells if cell.cell_type == "code"}
-    namespace: dict = {}
-    for source in (code["imports"], *solution_code(ASSIGNMENT).values(), code["loss-of-batch"]):
-        exec(source, namespace)
+    namespace = solved_namespace(ASSIGNMENT)
+    (notebook,) = solution_notebooks(ASSIGNMENT).values()
+    exec(next(cell.source for cell in notebook.cells if cell.get("id") == "loss-of-batch"), namespace)
     return namespace
 
 

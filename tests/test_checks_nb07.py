@@ -10,7 +10,7 @@ import math
 import pytest
 from torch import nn
 
-from autograder.submissions import solution_code, solution_notebooks
+from autograder.submissions import solved_namespace
 from tests.check_probes import assert_hidden_tests_differ
 from tests.stubs import StubModule
 from transformer_course import reference
@@ -71,12 +71,7 @@ def test_checks_accept_correct_answers_written_differently():
 
 @pytest.mark.parametrize("stubs", [("DecoderLayer",), ("Decoder", "DecoderLayer")])
 def test_a_correct_transformer_gets_its_points_while_earlier_exercises_are_stubs(stubs):
-    notebook = next(iter(solution_notebooks(ASSIGNMENT).values()))
-    namespace = {}
-    exec(next(cell.source for cell in notebook.cells if cell.cell_type == "code"), namespace)  # the imports
-    for exercise in ("DecoderLayer", "Decoder", "Transformer"):
-        exec(solution_code(ASSIGNMENT)[exercise], namespace)
-    namespace |= dict.fromkeys(stubs, StubModule)
+    namespace = solved_namespace(ASSIGNMENT) | dict.fromkeys(stubs, StubModule)
     nb07.check_transformer(namespace["Transformer"])
 
 

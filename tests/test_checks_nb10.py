@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.submissions import solution_code, solution_notebooks
+from autograder.submissions import solved_namespace
 from tests.check_probes import assert_hidden_tests_differ
 from tests.stubs import StubModule, raise_not_implemented
 from transformer_course import checks
@@ -139,18 +139,8 @@ def test_checks_accept_correct_answers_written_differently(check, answer, seed):
     check(answer, seed=seed)
 
 
-def solved_namespace() -> dict:
-    """The solution notebook's imports and its three exercises, as a notebook's namespace."""
-    notebook = next(iter(solution_notebooks(ASSIGNMENT).values()))
-    namespace = {}
-    exec(next(cell.source for cell in notebook.cells if cell.cell_type == "code"), namespace)  # the imports
-    for exercise in ("GPTBlock", "GPT", "next_token_loss"):
-        exec(solution_code(ASSIGNMENT)[exercise], namespace)
-    return namespace
-
-
 def test_the_solutions_pass_and_a_correct_gpt_gets_its_points_while_the_block_is_a_stub():
-    namespace = solved_namespace()
+    namespace = solved_namespace(ASSIGNMENT)
     nb10.check_gptblock(namespace["GPTBlock"])
     nb10.check_next_token_loss(namespace["next_token_loss"])
     namespace["GPTBlock"] = StubModule
@@ -160,7 +150,7 @@ def test_the_solutions_pass_and_a_correct_gpt_gets_its_points_while_the_block_is
 
 def test_without_stand_ins_the_gpt_check_names_the_learners_own_block(monkeypatch):
     monkeypatch.setattr(checks, "stand_ins", None)  # as in a student release
-    namespace = solved_namespace()
+    namespace = solved_namespace(ASSIGNMENT)
     nb10.check_gpt(namespace["GPT"])  # the learner's correct block: full marks
     namespace["GPTBlock"] = StubModule
     with pytest.raises(CheckFailed, match="This check used your own GPTBlock"):

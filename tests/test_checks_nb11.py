@@ -11,24 +11,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.submissions import solution_code, solution_notebooks
+from autograder.submissions import solved_namespace
 from tests.check_probes import assert_hidden_tests_differ, calls_of, hidden_seeds
 from tests.stubs import StubModule, raise_not_implemented
 from transformer_course import checks
 from transformer_course.checks import CheckFailed, NotImplementedYet, nb11, stand_ins
 
 ASSIGNMENT = "11_fast_inference"
-EXERCISES = ("KVCache", "cached_block_forward", "cached_logits", "generate_cached", "blockwise_attention")
-
-
-def solved_namespace() -> dict:
-    """The solution notebook's imports and its exercises, as a notebook's namespace."""
-    notebook = next(iter(solution_notebooks(ASSIGNMENT).values()))
-    namespace = {}
-    exec(next(cell.source for cell in notebook.cells if cell.get("id") == "imports"), namespace)
-    for exercise in EXERCISES:
-        exec(solution_code(ASSIGNMENT)[exercise], namespace)
-    return namespace
 
 
 CHECKS = {
@@ -40,9 +29,9 @@ CHECKS = {
 }
 
 
-@pytest.mark.parametrize("exercise", EXERCISES)
+@pytest.mark.parametrize("exercise", list(CHECKS))
 def test_the_solutions_pass(exercise):
-    CHECKS[exercise](solved_namespace()[exercise], seed=1)
+    CHECKS[exercise](solved_namespace(ASSIGNMENT)[exercise], seed=1)
 
 
 @pytest.mark.parametrize("name", ["KVCache", "cached_block_forward", "cached_logits"])
@@ -209,7 +198,7 @@ def test_checks_accept_correct_answers_written_differently(check, answer, seed):
 
 
 def test_a_correct_later_exercise_gets_its_points_while_the_earlier_ones_are_stubs():
-    namespace = solved_namespace()
+    namespace = solved_namespace(ASSIGNMENT)
     cached_logits = namespace["cached_logits"]
     namespace["KVCache"] = StubModule
     namespace["cached_block_forward"] = raise_not_implemented
@@ -221,7 +210,7 @@ def test_a_correct_later_exercise_gets_its_points_while_the_earlier_ones_are_stu
 
 def test_without_stand_ins_the_generation_check_names_the_learners_own_cache(monkeypatch):
     monkeypatch.setattr(checks, "stand_ins", None)  # as in a student release
-    namespace = solved_namespace()
+    namespace = solved_namespace(ASSIGNMENT)
     nb11.check_generate_cached(namespace["generate_cached"])  # the learner's correct parts: full marks
     namespace["cached_logits"] = raise_not_implemented
     with pytest.raises(CheckFailed, match="This check used your own KVCache"):

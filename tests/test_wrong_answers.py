@@ -16,7 +16,7 @@ import re
 import pytest
 
 from autograder.repository import assignments
-from autograder.submissions import points_by_test, solution_notebooks
+from autograder.submissions import points_by_test, solution_notebooks, solved_namespace
 from autograder.verification.sandbox import Sandbox
 from autograder.verification.sealed_run import SealedVerdict, verify
 from transformer_course.checks import CheckFailed
@@ -35,10 +35,7 @@ def check_for(answer: WrongAnswer):
 @functools.cache
 def notebook_imports(assignment: str) -> dict:
     """The names a learner's cell sees: what the solution notebook's first code cell (its set-up) defines."""
-    notebook = next(iter(solution_notebooks(assignment).values()))
-    namespace = {}
-    exec(next(cell.source for cell in notebook.cells if cell.cell_type == "code"), namespace)
-    return namespace
+    return solved_namespace(assignment, exercises=())
 
 
 def as_typed_in_the_notebook(answer: WrongAnswer):

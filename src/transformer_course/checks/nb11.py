@@ -10,6 +10,7 @@ attention. That blockwise attention never builds the n × n matrix is a fact abo
 """
 
 import contextlib
+import itertools
 import math
 
 import torch
@@ -57,8 +58,7 @@ def _chunks(total: int, seed: int) -> list[tuple[int, int]]:
     """(start, end) of the calls that feed a sequence of ``total`` positions: a prompt of several positions, single
     positions, then several again (a cache must take any number of new positions); the prompt depends on the seed."""
     prompt = 3 + seed % 3
-    sizes = [prompt, 1, 1, 2, total - prompt - 4]
-    ends = torch.tensor(sizes).cumsum(0).tolist()
+    ends = list(itertools.accumulate([prompt, 1, 1, 2, total - prompt - 4]))
     return list(zip([0, *ends[:-1]], ends, strict=True))
 
 

@@ -324,7 +324,7 @@ def grade_notebook(job: Job, scratch: Path, source_path: Path, log: str) -> Note
     else:  # nbgrader gave up on it (its kernel died, or it is no notebook): the sealed run says what happened
         released = nbformat.read(job.root / "release" / job.assignment / source_path.name, as_version=4)
         sandbox = Sandbox(memory=job.limits.memory) if job.limits.sandbox else None
-        run_sealed(source, released, submitted_path, job.limits.cell_timeout, sandbox, result.notes)
+        run_sealed(job.assignment, source, released, submitted_path, job.limits.cell_timeout, sandbox, result.notes)
         result.notes.append(NotGradedByNbgrader(nbgrader_error(log)))
     scores = scores_in(scratch, job, source_path.stem)
     in_kernel = failures_in(autograded_path) if result.graded_by_nbgrader else {}

@@ -18,11 +18,14 @@ FIRST = assignments()[0]
 SQUARE = "def square(x):\n    return x * x\n"
 
 
-def run(*student_cells: str, timeout: float = 20.0, tmp_path) -> sealed_run.SealedVerdict:
-    """A program of a set-up cell, the student's cells, and one test cell, run sealed."""
+def run(*student_cells: str, timeout: float = 20.0, tmp_path, in_process: bool = False) -> sealed_run.SealedVerdict:
+    """A program of a set-up cell, the student's cells, and one test cell, run sealed: the test in the judge, or
+    (``in_process``) in the student's process, as for the notebooks in ``sealed_run.IN_PROCESS``."""
     cells = [sealed_run.role("course", "setup", "import math")]
     cells += [sealed_run.role("student", f"answer{number}", source) for number, source in enumerate(student_cells)]
     cells.append(sealed_run.role("test", "test_square", "assert square(3) == 9 and math.sqrt(16) == 4"))
+    if in_process:
+        return sealed_run.run_in_process(cells, tmp_path, timeout, Sandbox())
     return sealed_run.verify(cells, tmp_path, timeout, Sandbox())
 
 
@@ -36,20 +39,46 @@ def test_a_wrong_answer_fails_with_its_error(tmp_path):
     assert verdict.passed == set() and verdict.failure("test_square") == "AssertionError: "
 
 
-@pytest.mark.parametrize(
-    "tampering, changed",
-    [
-        ("import math\nmath.sqrt = lambda x: 4.0", "math.sqrt"),
-        ("import builtins\nbuiltins.AssertionError = Warning", "builtins.AssertionError"),
-        ("import math\nmath.sqrt.__class__", None),  # reading is not tampering
-        ("import sys\nsys.settrace(lambda *args: None)", "sys.settrace"),
-        ("get_ipython().set_custom_exc((Exception,), print)", "get_ipython().set_custom_exc"),
-        ("import threading, time\nthreading.Thread(target=lambda: time.sleep(60), daemon=True).start()", "a thread"),
-        ("math = None", "math"),  # the notebook's name the test uses
-    ],
-)
-def test_a_change_to_what_the_test_relies_on_voids_it(tampering, changed, tmp_path):
-    verdict = run(SQUARE + tampering, tmp_path=tmp_path)
+TAMPERING = [
+    ("import math\nmath.sqrt = lambda x: 4.0", "math.sqrt"),
+    ("import builtins\nbuiltins.AssertionError = Warning", "builtins.AssertionError"),
+    ("import math\nmath.sqrt.__class__", None),  # reading is not tampering
+    ("import sys\nsys.settrace(lambda *args: None)", "sys.settrace"),
+    ("get_ipython().set_custom_exc((Exception,), print)", "get_ipython().set_custom_exc"),
+    ("import threading, time\nthreading.Thread(target=lambda: time.sleep(60), daemon=True).start()", "a thread"),
+    ("math = None", "math"),  # the notebook's name the test uses
+]
+
+
+@pytest.mark.parametrize("tampering, changed", TAMPERING)
+def test_what_the_student_changes_in_their_process_cannot_reach_the_judge(tampering, changed, tmp_path):
+    honest = run(SQUARE + tampering, tmp_path=tmp_path / "honest")
+    assert honest.passed == {"test_square"} and honest.findings == []
+    wrong = run("def square(x):\n    return x + x\n" + tampering, tmp_path=tmp_path / "wrong")
+    assert wrong.passed == set() and wrong.failure("test_square") == "AssertionError: "
+
+
+def test_the_student_process_never_holds_a_test(tmp_path):
+    """The test's source stays in the judge: an answer that searches the frames that run it finds nothing."""
+    search = (
+        "import sys\n"
+        "frame, texts = sys._getframe(), []\n"
+        "while frame is not None:\n"
+        "    texts += [repr(value) for value in frame.f_locals.values()]\n"
+        "    frame = frame.f_back\n"
+        "seen = any('math.sqrt(' + '16)' in text for text in texts)\n"  # not the test's text itself: this cell's
+        "def square(x):\n"
+        "    return x * x if seen else 0\n"
+    )
+    verdict = run(search, tmp_path=tmp_path / "judged")
+    assert verdict.passed == set() and verdict.failure("test_square") == "AssertionError: "
+    # The search works: where the test runs in the student's process, it finds the test.
+    assert run(search, tmp_path=tmp_path / "in-process", in_process=True).passed == {"test_square"}
+
+
+@pytest.mark.parametrize("tampering, changed", TAMPERING)
+def test_in_process_a_change_to_what_the_test_relies_on_voids_it(tampering, changed, tmp_path):
+    verdict = run(SQUARE + tampering, tmp_path=tmp_path, in_process=True)
     if changed is None:
         assert verdict.passed == {"test_square"} and verdict.findings == []
         return

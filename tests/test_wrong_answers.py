@@ -70,7 +70,7 @@ def trials(tmp_path_factory) -> dict[str, SealedVerdict]:
     """Every kept wrong answer graded by the sealed run, in the grading sandbox: one run per notebook."""
     scratch = tmp_path_factory.mktemp("trials")
     return {
-        assignment: verify(trial_program(assignment), scratch / assignment, CELL_TIMEOUT, Sandbox())
+        assignment: verify(trial_program(assignment), scratch / assignment, CELL_TIMEOUT, Sandbox(), assignment)
         for assignment in assignments()
     }
 

@@ -152,12 +152,12 @@ class SealedVerification(NbGraderPreprocessor):
         released = read(Path(course.format_path(course.release_directory, ".", assignment)) / notebook)
         submitted_path = Path(course.format_path(course.submitted_directory, student, assignment)) / notebook
         timeout = SandboxedExecute(config=self.config).timeout
-        return run_sealed(
-            source, released, submitted_path, timeout, GradingSandbox(config=self.config).sandbox(), notes
-        )
+        sandbox = GradingSandbox(config=self.config).sandbox()
+        return run_sealed(assignment, source, released, submitted_path, timeout, sandbox, notes)
 
 
 def run_sealed(
+    assignment: str,
     source: nbformat.NotebookNode,
     released: nbformat.NotebookNode,
     submitted_path: Path,
@@ -176,7 +176,7 @@ def run_sealed(
     notes += structure.compare(released, submitted)
     program = sealed_run.program(source, released, submitted)
     with tempfile.TemporaryDirectory(prefix="sealed-") as workdir:
-        verdict = sealed_run.verify(program, Path(workdir), cell_timeout, sandbox)
+        verdict = sealed_run.verify(program, Path(workdir), cell_timeout, sandbox, assignment)
     notes += verdict.findings
     return verdict
 

@@ -13,6 +13,7 @@ was changed. A process that dies passes nothing it had not reported.
 """
 
 import contextlib
+import importlib.util
 import json
 import os
 import secrets
@@ -28,9 +29,31 @@ import nbformat
 
 from autograder.cells import grading, is_answer, is_test, key, label
 from autograder.verification.findings import CellFailed, Finding, ForgedVerdicts, RunEnded, Tampering, TimedOut
+from autograder.verification.judge import STUDENT_FILES, Judge, Stopped
 from autograder.verification.sandbox import Sandbox
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
+# Notebooks whose checks still run in the student's process (``runner.py``), behind a record of what they rely on:
+# they lend the learner's code classes (a correct LayerNorm inside the learner's layer), hand it objects of the
+# judge's (a model to decode with), or probe its modules with hooks, which the judge's protocol cannot do yet.
+# Every other notebook is graded by the judge (``judge.py``).
+IN_PROCESS = frozenset(
+    {
+        "06_transformer_block",
+        "07_decoder_and_full_model",
+        "08_training_and_decoding",
+        "10_gpt",
+        "11_fast_inference",
+        "12_modern_block",
+    }
+)
+
+
+def judged(assignment: str) -> bool:
+    """Whether the judge grades the assignment's tests (else the sealed runner, in the student's process)."""
+    return assignment not in IN_PROCESS
+
+
 INTERRUPT_GRACE = 10.0  # seconds a cell gets to stop after an interrupt before its process is killed
 
 
@@ -101,8 +124,18 @@ def is_added(cell: dict) -> bool:
     return cell["name"].startswith("the cell you added")
 
 
-def verify(cells: list[dict], workdir: Path, cell_timeout: float, sandbox: Sandbox | None) -> SealedVerdict:
-    """Run the program in a fresh process, in ``sandbox`` or (None) in an empty folder, and collect its verdicts."""
+def verify(
+    cells: list[dict], workdir: Path, cell_timeout: float, sandbox: Sandbox | None, assignment: str | None = None
+) -> SealedVerdict:
+    """Run the program: the student's code in a fresh process, in ``sandbox`` or (None) in an empty folder, and
+    the tests in the judge, or, for the assignments in ``IN_PROCESS``, everything in that process."""
+    if assignment is None or judged(assignment):
+        return judge_program(cells, workdir, cell_timeout, sandbox)
+    return run_in_process(cells, workdir, cell_timeout, sandbox)
+
+
+def run_in_process(cells: list[dict], workdir: Path, cell_timeout: float, sandbox: Sandbox | None) -> SealedVerdict:
+    """The program's cells, tests included, in one fresh process (``runner.py``) that reports on a private channel."""
     workdir.mkdir(parents=True, exist_ok=True)
     empty = workdir / "run"
     empty.mkdir(exist_ok=True)
@@ -133,6 +166,99 @@ def verify(cells: list[dict], workdir: Path, cell_timeout: float, sandbox: Sandb
     finally:
         os.close(read_end)
         stop_group(process)
+
+
+def judge_program(cells: list[dict], workdir: Path, cell_timeout: float, sandbox: Sandbox | None) -> SealedVerdict:
+    """The student's cells in their own process, the test cells in the judge (``judge.py``)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    empty = workdir / "run"
+    empty.mkdir(exist_ok=True)
+    to_student, from_student = os.pipe(), os.pipe()
+    if sandbox is not None:  # the student's program, and none of the checks nor their stand-ins
+        sandbox = replace(
+            sandbox, readable=(*sandbox.readable, *STUDENT_FILES), hidden=(*sandbox.hidden, *checks_folders())
+        )
+    launcher = [] if sandbox is None else sandbox.launcher(workdir / "sandbox.json") + ["--"]
+    with open(workdir / "output.txt", "wb") as output:
+        process = subprocess.Popen(
+            [*launcher, sys.executable, "-I", STUDENT_FILES[0], str(to_student[0]), str(from_student[1])],
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=output,
+            pass_fds=(to_student[0], from_student[1]),
+            cwd=empty,
+            env={**os.environ, "NBGRADER_EXECUTION": "autograde", "MPLBACKEND": "Agg"},
+            start_new_session=True,  # its own process group, so that whatever it forks is stopped with it
+        )
+    os.close(to_student[0])
+    os.close(from_student[1])
+    judge = Judge(process, from_student[0], to_student[1], cell_timeout, INTERRUPT_GRACE)
+    try:
+        return JudgedRun(judge, cells).run()
+    finally:
+        os.close(from_student[0])
+        os.close(to_student[1])
+        stop_group(process)
+
+
+def checks_folders() -> tuple[str, ...]:
+    spec = importlib.util.find_spec("transformer_course.checks")
+    return tuple(spec.submodule_search_locations or ()) if spec else ()
+
+
+class JudgedRun:
+    """The program's cells in order: test cells in the judge, all others in the student's process."""
+
+    def __init__(self, judge: Judge, cells: list[dict]):
+        self.judge, self.cells = judge, cells
+        self.verdict = SealedVerdict()
+        self.current = "the course's set-up"
+
+    def run(self) -> SealedVerdict:
+        judge = self.judge
+        judge.import_course_modules([cell["source"] for cell in self.cells if cell["role"] == "course"])
+        try:
+            judge.clock.start()
+            judge.pipe.send(
+                [{**cell, "source": "" if cell["role"] == "test" else cell["source"]} for cell in self.cells]
+            )
+            for index, cell in enumerate(self.cells):
+                self.current = cell["name"]
+                if cell["role"] == "test":
+                    self.on_test(cell["name"], judge.run_test(cell["source"]))
+                else:
+                    self.on_cell(cell, judge.run_cell(index))
+            judge.clock.start()
+            judge.pipe.send({"op": "stop"})
+        except Stopped:
+            self.verdict.findings += [ForgedVerdicts(judge.malformed)] if judge.malformed else []
+            self.verdict.findings.append(RunEnded(self.current, self.exit_code()))
+        return self.verdict
+
+    def exit_code(self) -> int | None:
+        """How the student's process ended; None when the judge stopped it for ignoring an interrupt."""
+        if self.judge.killed:
+            return None
+        try:
+            return self.judge.process.wait(timeout=INTERRUPT_GRACE)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def on_test(self, name: str, error: list[str] | None) -> None:
+        if self.judge.clock.interrupted:
+            self.verdict.errors[name] = f"it ran longer than {self.judge.clock.timeout:g} s and was interrupted"
+        elif error is None:
+            self.verdict.passed.add(name)
+        else:
+            self.verdict.errors[name] = ": ".join(error)
+
+    def on_cell(self, cell: dict, error: list[str] | None) -> None:
+        if cell["role"] != "student" or error is None:
+            return  # the course's demonstrations may fail for want of the learner's functions; tests say so
+        name = cell["name"]
+        timed_out = self.judge.clock.interrupted
+        failed = TimedOut(name, self.judge.clock.timeout) if timed_out else CellFailed(name, *error)
+        self.verdict.findings.append(failed)
 
 
 def stop_group(process: subprocess.Popen) -> None:

@@ -3,7 +3,8 @@ with faults: the demo grades them, and the tests hold the autograder to what eac
 
 All are submissions of one assignment (the course's first, so that they are quick to grade). Each tampering
 sample leaves the first exercise unanswered and answers the others correctly, so any points the tampering won
-for the first exercise would show; a change to what the checks rely on voids every test after it.
+for the first exercise would show. The tests run in the judge, a process of the grader's that no student code
+runs in (autograder/verification/judge.py), so no change an answer cell makes reaches them.
 
 The hostile samples attack the machine rather than the checks: they look for the class folder, the solutions,
 the gradebook and the network, and try to outlive their job or exhaust it. They are graded only in the grading
@@ -27,10 +28,10 @@ from autograder.verification.findings import (
     NotOfThisAssignment,
     NotSubmitted,
     RunEnded,
-    Tampering,
     TimedOut,
     Unreadable,
 )
+from autograder.verification.nbgrader_steps import FAILED
 
 UNIMPLEMENTED = re.compile(r"^(?P<indent>[ \t]*)raise NotImplementedError\(\)", re.MULTILINE)
 
@@ -101,6 +102,12 @@ repository = Path(transformer_course.__file__).resolve().parents[2]
 first = sorted((repository / "solutions").iterdir())[0]
 for notebook in first.glob("*.ipynb"):
     print(notebook.read_text())
+"""
+# Answers taken from what the grader has: a correct stand-in imported, an oracle of the checks called as the answer
+# (notebook 01's check of self-attention computes its expected values with unscaled_self_attention).
+IMPORT_STAND_IN = "from transformer_course.checks.stand_ins import {answer}  # noqa\n"
+ORACLE_AS_ANSWER = """def self_attention(x):
+    return nb01.unscaled_self_attention(x)[0]
 """
 DAEMON_MARKER = "sample-daemon-edits-gradebooks"  # the tests look for a process with this in its command line
 LATER = """import pathlib, time
@@ -301,65 +308,70 @@ def tampering_with_cells(assignment: Assignment) -> list[Sample]:
 
 
 def tampering_in_the_kernel(assignment: Assignment) -> list[Sample]:
+    """Changes to what the checks rely on, made from an answer cell. The judge runs the tests in a process of its
+    own, so none of them reaches a test: the first exercise earns nothing and the honest ones keep their points.
+    Where the change made nbgrader's kernel pass the first test, the sealed run overrules it."""
     check = first_check(assignment)
     fake_output = assignment.first_unanswered(f'print("✔ {assignment.answers[0]}: all checks passed")')
     stored = nbformat.v4.new_output("stream", name="stdout", text=f"✔ {assignment.answers[0]}: all checks passed\n")
     assignment.cell(fake_output, assignment.tests[0]).outputs = [stored]
+    rest = all_but_first(assignment)
+    unimplemented, overruled = TestFailedWith("NotImplementedYet"), TestFailedWith(FAILED)
     return [
         sample(
             assignment,
             "torch-allclose",
             "torch.allclose made to always agree",
-            [],
-            found(Tampering, subjects="torch.allclose"),
+            rest,
+            unimplemented,
             assignment.first_unanswered(TORCH_ALLCLOSE),
         ),
         sample(
             assignment,
             "numpy-allclose",
             "np.allclose made to always agree",
-            [],
-            found(Tampering, subjects="numpy.allclose"),
+            rest,
+            unimplemented,
             assignment.first_unanswered(NUMPY_ALLCLOSE),
         ),
         sample(
             assignment,
             "assert-close",
             "torch.testing.assert_close made to pass",
-            [],
-            found(Tampering, subjects="torch.testing.assert_close"),
+            rest,
+            unimplemented,
             assignment.first_unanswered(ASSERT_CLOSE),
         ),
         sample(
             assignment,
             "check-replaced",
             f"the course's {check} made to pass",
-            [],
-            found(Tampering, subjects=check_label(check)),
+            rest,
+            overruled,
             assignment.first_unanswered(f"{check} = lambda *args, **kwargs: None\n"),
         ),
         sample(
             assignment,
             "asserts-neutralised",
             "asserts removed and errors swallowed by an AST transformer",
-            [],
-            found(Tampering, subjects="get_ipython().ast_transformers"),
+            rest,
+            overruled,
             assignment.first_unanswered(NO_FAILURES),
         ),
         sample(
             assignment,
             "errors-swallowed",
             "a custom exception handler that hides errors",
-            [],
-            found(Tampering, subjects="get_ipython().set_custom_exc"),
+            rest,
+            unimplemented,  # nbgrader still sees the error
             assignment.first_unanswered(SWALLOW_ERRORS),
         ),
         sample(
             assignment,
             "fake-output",
             "“passed” printed and stored as the test's output",
-            all_but_first(assignment),
-            TestFailedWith("NotImplementedYet"),
+            rest,
+            unimplemented,
             fake_output,
         ),
     ]
@@ -454,9 +466,27 @@ def faults(assignment: Assignment) -> list[Sample]:
 
 
 def hostile(assignment: Assignment, listening_port: int) -> list[Sample]:
-    """Attacks on the machine: each earns nothing for the exercise it sits in, and its report names what failed."""
+    """Attacks on the grader and on the machine: each earns nothing for the exercise it sits in, and its report names
+    what failed."""
     all_but_last = assignment.tests[:-1]
+    first, third = assignment.answers[0], assignment.answers[2]
     return [
+        sample(
+            assignment,
+            "imports-stand-in",
+            "answers the first exercise with the checks' correct stand-in",
+            all_but_first(assignment),
+            found(CellFailed, error_type="ImportError"),  # the student's process has no checks
+            assignment.notebook_with(**{first: IMPORT_STAND_IN.format(answer=first)}),
+        ),
+        sample(
+            assignment,
+            "oracle-as-answer",
+            "answers self-attention with the oracle its check compares with",
+            [test for test in assignment.tests if test != assignment.tests[2]],
+            TestFailedWith(FAILED),  # it passes in nbgrader's kernel, where the checks are; the judge overrules it
+            assignment.notebook_with(**{third: ORACLE_AS_ANSWER}),
+        ),
         sample(
             assignment,
             "reads-class",

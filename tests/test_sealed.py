@@ -11,22 +11,19 @@ from autograder.cells import grade_id, is_answer, is_test
 from autograder.repository import NOTEBOOKS, SOLUTIONS, assignments
 from autograder.submissions import filled_in, solution_code
 from autograder.verification import sealed_run, structure
-from autograder.verification.findings import CellFailed, ForgedVerdicts, RunEnded, Tampering, TimedOut
+from autograder.verification.findings import CellFailed, ForgedVerdicts, RunEnded, TimedOut
 from autograder.verification.sandbox import Sandbox
 
 FIRST = assignments()[0]
 SQUARE = "def square(x):\n    return x * x\n"
 
 
-def run(*student_cells: str, timeout: float = 20.0, tmp_path, in_process: bool = False) -> sealed_run.SealedVerdict:
-    """A program of a set-up cell, the student's cells, and one test cell, run sealed: the test in the judge, or
-    (``in_process``) in the student's process, as for the notebooks in ``sealed_run.IN_PROCESS``."""
+def run(*student_cells: str, timeout: float = 20.0, tmp_path, assignment=None) -> sealed_run.SealedVerdict:
+    """A program of a set-up cell, the student's cells, and one test cell, run sealed: the test in the judge."""
     cells = [sealed_run.role("course", "setup", "import math")]
     cells += [sealed_run.role("student", f"answer{number}", source) for number, source in enumerate(student_cells)]
     cells.append(sealed_run.role("test", "test_square", "assert square(3) == 9 and math.sqrt(16) == 4"))
-    if in_process:
-        return sealed_run.run_in_process(cells, tmp_path, timeout, Sandbox())
-    return sealed_run.verify(cells, tmp_path, timeout, Sandbox())
+    return sealed_run.verify(cells, tmp_path, timeout, Sandbox(), assignment)
 
 
 def test_an_honest_answer_passes(tmp_path):
@@ -39,19 +36,20 @@ def test_a_wrong_answer_fails_with_its_error(tmp_path):
     assert verdict.passed == set() and verdict.failure("test_square") == "AssertionError: "
 
 
+# Changes an answer cell can make to its own process: to what a test run there would rely on, to the kernel, to the
+# tracing machinery, a thread left running, the notebook's name a test uses.
 TAMPERING = [
-    ("import math\nmath.sqrt = lambda x: 4.0", "math.sqrt"),
-    ("import builtins\nbuiltins.AssertionError = Warning", "builtins.AssertionError"),
-    ("import math\nmath.sqrt.__class__", None),  # reading is not tampering
-    ("import sys\nsys.settrace(lambda *args: None)", "sys.settrace"),
-    ("get_ipython().set_custom_exc((Exception,), print)", "get_ipython().set_custom_exc"),
-    ("import threading, time\nthreading.Thread(target=lambda: time.sleep(60), daemon=True).start()", "a thread"),
-    ("math = None", "math"),  # the notebook's name the test uses
+    "import math\nmath.sqrt = lambda x: 4.0",
+    "import builtins\nbuiltins.AssertionError = Warning",
+    "import sys\nsys.settrace(lambda *args: None)",
+    "get_ipython().set_custom_exc((Exception,), print)",
+    "import threading, time\nthreading.Thread(target=lambda: time.sleep(60), daemon=True).start()",
+    "math = None",
 ]
 
 
-@pytest.mark.parametrize("tampering, changed", TAMPERING)
-def test_what_the_student_changes_in_their_process_cannot_reach_the_judge(tampering, changed, tmp_path):
+@pytest.mark.parametrize("tampering", TAMPERING)
+def test_what_the_student_changes_in_their_process_cannot_reach_the_judge(tampering, tmp_path):
     honest = run(SQUARE + tampering, tmp_path=tmp_path / "honest")
     assert honest.passed == {"test_square"} and honest.findings == []
     wrong = run("def square(x):\n    return x + x\n" + tampering, tmp_path=tmp_path / "wrong")
@@ -59,32 +57,43 @@ def test_what_the_student_changes_in_their_process_cannot_reach_the_judge(tamper
 
 
 def test_the_student_process_never_holds_a_test(tmp_path):
-    """The test's source stays in the judge: an answer that searches the frames that run it finds nothing."""
+    """The test's source stays in the judge: an answer that searches the frames that run it, and the objects they
+    hold, finds the program's other cells (the set-up's), and not the test."""
     search = (
         "import sys\n"
         "frame, texts = sys._getframe(), []\n"
         "while frame is not None:\n"
-        "    texts += [repr(value) for value in frame.f_locals.values()]\n"
+        "    for value in list(frame.f_locals.values()):\n"
+        "        texts += [repr(value), repr(getattr(value, '__dict__', ''))]\n"
         "    frame = frame.f_back\n"
-        "seen = any('math.sqrt(' + '16)' in text for text in texts)\n"  # not the test's text itself: this cell's
+        "found_setup = any('import ' + 'math' in text for text in texts)\n"  # not this cell's own text
+        "found_test = any('math.sqrt(' + '16)' in text for text in texts)\n"
         "def square(x):\n"
-        "    return x * x if seen else 0\n"
+        "    return x * x if found_setup and not found_test else 0\n"
     )
-    verdict = run(search, tmp_path=tmp_path / "judged")
-    assert verdict.passed == set() and verdict.failure("test_square") == "AssertionError: "
-    # The search works: where the test runs in the student's process, it finds the test.
-    assert run(search, tmp_path=tmp_path / "in-process", in_process=True).passed == {"test_square"}
+    assert run(search, tmp_path=tmp_path).passed == {"test_square"}
 
 
-@pytest.mark.parametrize("tampering, changed", TAMPERING)
-def test_in_process_a_change_to_what_the_test_relies_on_voids_it(tampering, changed, tmp_path):
-    verdict = run(SQUARE + tampering, tmp_path=tmp_path, in_process=True)
-    if changed is None:
-        assert verdict.passed == {"test_square"} and verdict.findings == []
-        return
-    assert verdict.passed == set()
-    (found,) = verdict.found(Tampering)
-    assert found.cell == "answer0" and changed in found.subjects, found
+def test_the_student_process_has_no_check_and_no_reference_block_not_yet_due(tmp_path):
+    """Graded for notebook 07, the student's code finds notebook 06's blocks, and neither a check, nor a correct
+    stand-in, nor notebook 07's reference modules (its answers)."""
+    probe = (
+        "import importlib\n"
+        "def importable(name, attribute):\n"
+        "    try:\n"
+        "        return hasattr(importlib.import_module(name), attribute)\n"
+        "    except ImportError:\n"
+        "        return False\n"
+        "hidden = not any([\n"
+        "    importable('transformer_course.checks.stand_ins', 'softmax'),\n"
+        "    importable('transformer_course.checks.nb01', 'check_softmax'),\n"
+        "    importable('transformer_course.reference.nb07_decoder_and_full_model', 'DecoderLayer'),\n"
+        "])\n"
+        "shown = importable('transformer_course.reference.nb06_transformer_block', 'EncoderLayer')\n"
+        "def square(x):\n"
+        "    return x * x if hidden and shown else 0\n"
+    )
+    assert run(probe, tmp_path=tmp_path, assignment="07_decoder_and_full_model").passed == {"test_square"}
 
 
 def test_lines_forged_on_the_channel_count_for_nothing(tmp_path):

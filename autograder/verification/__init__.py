@@ -2,8 +2,12 @@
 
 - ``sandbox.py``: the grading sandbox (bubblewrap) that every run of a student's code starts in;
 - ``structure.py``: what the student changed in cells they were not meant to change;
-- ``sealed_run.py``: the sealed run, the graded tests run again in a fresh process that reports on a private channel;
-- ``runner.py``: the program of that process, the one file of the autograder the sandbox lets it see;
+- ``sealed_run.py``: the sealed run, the graded tests run again: the student's code in a process of its own, the
+  tests in the judge;
+- ``judge.py``: the judge, which runs the test cells in the grader's process with the checks and their oracles;
+- ``student.py`` and ``runner.py``: the program of the student's process, which runs the notebook's other cells
+  and the learner's code for the judge, and how it runs a cell;
+- ``wire.py`` and ``peer.py``: what crosses between the two (plain values only) and the calls that carry it;
 - ``nbgrader_steps.py``: the two steps of nbgrader's autograde (the sandboxed kernel, the sealed verification) that
   put all of it into every way of grading.
 """

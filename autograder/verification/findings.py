@@ -114,25 +114,12 @@ class TimedOut(Finding):
 
 
 @dataclass(frozen=True)
-class Tampering(Finding):
-    """The student's code changed what the checks rely on (the sealed run's ``changes``: 'replaced torch.allclose')."""
-
-    cell: str
-    changes: tuple[str, ...]  # what was done, in the report's words
-    subjects: tuple[str, ...] = ()  # what each change touched, by name: torch.allclose, get_ipython().set_custom_exc
-
-    @property
-    def text(self) -> str:
-        return f"your code in {self.cell} " + "; ".join(self.changes)
-
-
-@dataclass(frozen=True)
 class ForgedVerdicts(Finding):
     lines: int
 
     @property
     def text(self) -> str:
-        return f"your code wrote {self.lines} line(s) to the verification's channel; ignored"
+        return f"your code wrote {self.lines} malformed message(s) to the judge's pipe, which ended the run"
 
 
 @dataclass(frozen=True)

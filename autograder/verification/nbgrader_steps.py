@@ -36,6 +36,10 @@ from autograder.verification.sandbox import Sandbox, unavailable
 VERIFICATION = "course_verification"  # the autograded notebook's metadata key: {"notes": [...], "overruled": {...}}
 NOT_VERIFIED = "could not be verified (see the notes)"
 FAILED = "SealedVerification"  # the error a test cell shows when it passed in the kernel and not in the sealed run
+# What a test cell shows instead of the kernel's error when the judge passed it.
+GRANTED = nbformat.v4.new_output(
+    "stream", name="stdout", text="✔ passed when the autograder checked your answer again (see the notes)\n"
+)
 # How the sandboxed kernel starts: ipykernel, except that a process the student's code forks (a fork bomb's copies
 # of the kernel) gives up the kernel's sockets at once and waits forever if it tries to send the kernel's messages:
 # copies of the kernel would otherwise answer nbgrader in its name and garble its channels. Waiting, a copy keeps
@@ -119,7 +123,10 @@ class SandboxedExecute(Execute):
 
 class SealedVerification(NbGraderPreprocessor):
     """Run the submission's graded tests again, sealed, and fail in the notebook each one that does not pass
-    there. Runs after Execute and before SaveAutoGrades."""
+    there. The judge's verdict also stands for a test that failed in nbgrader's kernel but passed there: the
+    kernel's run of a test is only a copy for the feedback, and the student's code in it can fail a check that its
+    answers pass (a decorator keeps the kernel's check from lending a correct earlier exercise). Runs after Execute
+    and before SaveAutoGrades."""
 
     def preprocess(self, nb, resources):
         names = resources["nbgrader"]
@@ -128,10 +135,16 @@ class SealedVerification(NbGraderPreprocessor):
         start = time.perf_counter()
         verdict = self.verdict(course, names, notes)
         seconds = time.perf_counter() - start
-        overruled = {}
+        overruled, granted = {}, {}
         for cell in nb.cells:
-            if not (is_test(cell) and points(cell)) or any(out.output_type == "error" for out in cell.outputs):
-                continue  # nothing to overrule: no points at stake, or already failed in the kernel
+            if not (is_test(cell) and points(cell)):
+                continue  # no points at stake
+            errors = [out for out in cell.outputs if out.output_type == "error"]
+            if errors:
+                if verdict is not None and grade_id(cell) in verdict.passed:
+                    granted[grade_id(cell)] = f"{errors[0].ename}: {errors[0].evalue}"
+                    cell.outputs = [out for out in cell.outputs if out.output_type != "error"] + [GRANTED]
+                continue  # else already failed in the kernel
             if verdict is None:
                 overruled[grade_id(cell)] = NOT_VERIFIED
             elif failure := verdict.failure(grade_id(cell)):
@@ -142,7 +155,7 @@ class SealedVerification(NbGraderPreprocessor):
             shown = nbformat.v4.new_output("error", ename=FAILED, evalue=why, traceback=[f"{FAILED}: {why}"])
             cell.outputs.append(shown)
         found = [note.as_json() for note in notes]
-        nb.metadata[VERIFICATION] = {"notes": found, "overruled": overruled, "seconds": seconds}
+        nb.metadata[VERIFICATION] = {"notes": found, "overruled": overruled, "granted": granted, "seconds": seconds}
         return nb, resources
 
     def verdict(self, course: CourseDirectory, names: dict, notes: list[Finding]) -> sealed_run.SealedVerdict | None:

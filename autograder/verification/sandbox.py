@@ -63,7 +63,8 @@ class Sandbox:
 
     readable: tuple[str, ...] = ()  # besides the system, Python and the course's package
     shared: tuple[str, ...] = ()  # read-write folders shared with the grader
-    hidden: tuple[str, ...] = ()  # folders or files inside what is readable that the code must not see: empty there
+    hidden: tuple[str, ...] = ()  # folders inside what is readable that the code must not see: empty there
+    revealed: tuple[str, ...] = ()  # files inside hidden folders that it may see after all
     processes: int = 256  # threads count too: a kernel that has used PyTorch on 2 threads runs 14
     disk: int = 512 * 2**20  # bytes of the private temporary folder, which lives in memory
     # Bytes each process may write to (RLIMIT_DATA): an allocation past it fails in the student's cell instead of
@@ -84,7 +85,8 @@ class Sandbox:
         readable = [*course_paths(), *self.readable]
         arguments += parent_folders(readable) + [item for path in readable for item in ("--ro-bind", path, path)]
         for path in self.hidden:  # after the binds they lie in, so that they cover them
-            arguments += ["--tmpfs", path] if Path(path).is_dir() else ["--ro-bind", "/dev/null", path]
+            arguments += ["--tmpfs", path]
+        arguments += [item for path in self.revealed for item in ("--ro-bind", path, path)]
         arguments += parent_folders(self.shared) + [item for path in self.shared for item in ("--bind", path, path)]
         arguments += ["--chdir", WORK, "--clearenv", *environment()]
         return [

@@ -1,9 +1,10 @@
 """The only way values cross between the judge and the student's process: plain data, framed on a pipe.
 
-A message is a tree of None, booleans, numbers, strings, bytes, lists, tuples, dicts, sets, PyTorch dtypes and
-tensors. It travels as JSON (containers other than lists are tagged) followed by each tensor's raw bytes, with
-its dtype and shape in the JSON. Decoding builds nothing else: no pickle, no class looked up by a name the sender
-chose, no code run. A tensor arrives as a plain ``torch.Tensor`` whatever the sender's tensor was.
+A message is a tree of None, booleans, numbers, strings, bytes, lists, tuples, dicts, sets, PyTorch dtypes,
+sizes, tensors and random generators (by their state). It travels as JSON (containers other than lists are
+tagged) followed by each tensor's raw bytes, with its dtype and shape in the JSON. Decoding builds nothing else:
+no pickle, no class looked up by a name the sender chose, no code run. A tensor arrives as a plain
+``torch.Tensor`` whatever the sender's tensor was.
 
 References to objects that stay on one side (a learner's function, a module) travel as ``Handle`` values: a number
 that means something only to the side that made it.
@@ -71,6 +72,9 @@ def _tree(value, tensors: list, depth: int):
             return {TAG: "dtype", "name": str(value).removeprefix("torch.")}
         if kind is torch.Size:
             return {TAG: "size", "items": [int(item) for item in value]}
+        if kind is torch.Generator:  # its state: the other side draws from a copy and sends the state back
+            tensors.append(value.get_state())
+            return {TAG: "generator", "index": len(tensors) - 1}
     raise WireError(f"a {kind.__name__} is not plain data")
 
 
@@ -136,6 +140,8 @@ def _value(tree, tensors: list, depth: int):
         return _dtype(torch, tree["name"])
     if tag == "size":
         return torch.Size([int(item) for item in tree["items"]])
+    if tag == "generator":
+        return torch.Generator().set_state(tensors[int(tree["index"])])
     raise WireError(f"unknown tag {tag!r}")
 
 

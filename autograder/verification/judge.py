@@ -64,16 +64,8 @@ class DeadlinePipe(wire.Pipe):
         self.wait = wait
         os.set_blocking(write_fd, False)
 
-    def _read(self, size: int) -> bytes:
-        chunks, left = [], size
-        while left:
-            self.wait(self.read_fd, readable=True)
-            chunk = os.read(self.read_fd, min(left, 1 << 20))
-            if not chunk:
-                raise Stopped("the student's process ended")
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+    def wait_readable(self) -> None:
+        self.wait(self.read_fd, readable=True)
 
     def send_bytes(self, message: bytes) -> None:
         data = wire.HEADER.pack(len(message)) + message
@@ -106,6 +98,8 @@ class Judge(peer.Peer):
     def receive(self):
         try:
             return super().receive()
+        except EOFError:
+            raise Stopped("the student's process ended") from None
         except (wire.WireError, RemoteError):
             self.malformed += 1
             raise Stopped("the student's process sent a malformed message") from None
@@ -153,13 +147,11 @@ class Judge(peer.Peer):
         return None
 
     def take_back(self) -> None:
-        """After each test, nothing the judge lent stays callable."""
+        """After each test, both sides forget every handle: nothing the judge lent stays callable, and no mirror of
+        an earlier test is kept in step at every message."""
         self.lent_names.clear()
-        self.own.clear()
-        self.own_numbers.clear()
-        self.parameter_owners = {key: owner for key, owner in self.parameter_owners.items() if owner[1] > 0}
-        for number in [number for number in self.modules if number < 0]:
-            del self.modules[number]
+        self.request("forget")
+        self.forget()
 
     def import_course_modules(self, sources: list[str]) -> None:
         """Import here what the course's cells import (the checks among them): the names test cells use."""

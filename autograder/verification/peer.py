@@ -88,32 +88,28 @@ def _plain_tensor(value) -> bool:
     return torch is not None and type(value) in (torch.Tensor, torch.nn.Parameter)
 
 
-def tensors_in(tree, found: list | None = None) -> list:
+def tensors_in(tree) -> list:
     """The tensors of a plain value, depth first, in a fixed order (``with_tensors`` puts others in their places)."""
-    found = [] if found is None else found
-    if _plain_tensor(tree):
-        found.append(tree)
-    elif type(tree) in (list, tuple):
-        for item in tree:
-            tensors_in(item, found)
-    elif type(tree) is dict:
-        for item in tree.values():
-            tensors_in(item, found)
-    return found
+    return leaves_in(tree, _plain_tensor)
 
 
-def generators_in(tree, found: list | None = None) -> list:
+def generators_in(tree) -> list:
     """The random generators among a call's arguments, in a fixed order."""
     torch = sys.modules.get("torch")
+    return leaves_in(tree, lambda value: torch is not None and type(value) is torch.Generator)
+
+
+def leaves_in(tree, wanted, found: list | None = None) -> list:
+    """The items of ``tree`` (lists, tuples and dict values, nested) for which ``wanted`` holds, depth first."""
     found = [] if found is None else found
-    if torch is not None and type(tree) is torch.Generator:
+    if wanted(tree):
         found.append(tree)
     elif type(tree) in (list, tuple):
         for item in tree:
-            generators_in(item, found)
+            leaves_in(item, wanted, found)
     elif type(tree) is dict:
         for item in tree.values():
-            generators_in(item, found)
+            leaves_in(item, wanted, found)
     return found
 
 
@@ -195,6 +191,18 @@ class Peer:
         if op not in ("call", "getattr", "backward", "deepcopy"):
             raise PermissionError(f"{op!r} is not something this side answers")
         return getattr(self, "on_" + op)(message)
+
+    def forget(self) -> None:
+        """Drop every handle, of both sides, and every hook put on this side's modules for the other side."""
+        for key, hook in list(self.hooks.items()):
+            if key[0] * self.SIGN > 0:
+                hook.remove()
+        for table in (self.own, self.own_numbers, self.proxies, self.proxy_numbers, self.modules, self.versions):
+            table.clear()
+        self.described.clear()
+        self.parameter_owners.clear()
+        self.hooks.clear()
+        self.graphs.clear()
 
     def on_deepcopy(self, message: dict) -> dict:
         """``copy.deepcopy`` of a mirror: a copy of the original, where it lives, and a mirror of the copy."""

@@ -58,6 +58,9 @@ class Student(peer.Peer):
                 return {"value": runner.execute(self.cells[int(message["index"])], self.namespace, self.kernel)}
             if message.get("op") == "lookup":
                 return self.lookup(str(message["name"]))
+            if message.get("op") == "forget":  # a test ended
+                self.forget()
+                return {"value": None}
             return super().answer(message)
         finally:
             runner.stay_out_if_forked()

@@ -192,11 +192,15 @@ class Pipe:
             raise WireError(f"a message of {length} bytes")
         return self._read(length)
 
+    def wait_readable(self) -> None:
+        """Called before each read; the judge's end waits there with a deadline (``judge.DeadlinePipe``)."""
+
     def _read(self, size: int) -> bytes:
         import os
 
         chunks, left = [], size
         while left:
+            self.wait_readable()
             chunk = os.read(self.read_fd, min(left, 1 << 20))
             if not chunk:
                 raise EOFError("the other side closed the pipe")

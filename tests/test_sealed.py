@@ -163,6 +163,21 @@ def test_the_program_takes_tests_from_the_source_and_code_from_the_student():
     assert names.index("the cell you added after softmax") == names.index("softmax") + 1
 
 
+def test_a_decorated_answer_finds_the_correct_earlier_exercises(tmp_path):
+    """The judge lends the correct earlier exercises under the notebook's names, so a function wrapped in a decorator
+    (whose __globals__ are the decorator's module, not the notebook's) uses them too: softmax left undone, the
+    weights decorated with @torch.no_grad() and self-attention with @torch.enable_grad() still earn theirs."""
+    source, released, _ = notebooks()
+    code = {name: answer for name, answer in solution_code(FIRST).items() if name != "softmax"}
+    code["attention_weights"] = "@torch.no_grad()\n" + code["attention_weights"]
+    code["self_attention"] = "@torch.enable_grad()\n" + code["self_attention"]
+    submitted = filled_in({"notebook": released}, code)["notebook"]
+    cells = sealed_run.program(source, released, submitted)
+    verdict = sealed_run.verify(cells, tmp_path, 60.0, Sandbox(), FIRST)
+    assert {"test_attention_weights", "test_self_attention"} <= verdict.passed
+    assert "test_softmax" not in verdict.passed
+
+
 def test_an_untouched_submission_has_nothing_structural_to_report():
     _, released, submitted = notebooks()
     assert structure.compare(released, submitted) == []

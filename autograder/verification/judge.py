@@ -176,6 +176,12 @@ class Judge(peer.Peer):
         finally:
             self.lent_names = before
 
+    def info(self, number: int, value, objects: dict) -> dict:
+        """As the other side describes an object, but a function the judge passes goes by no name: a formula
+        fitted to the check's cases could tell them apart by it (a running sum, self-attention)."""
+        found = super().info(number, value, objects)
+        return {**found, "name": "function"} if found["kind"] == "function" else found
+
     def lent_for_call(self, objects: dict) -> list:
         return [[name, self.exported(value, objects)] for name, value in self.lent_names.items()]
 

@@ -114,3 +114,10 @@ def gap_without_absolute_value(f, x, perm):
 @wrong_answer("equivariance_gap", message="not on a batch")
 def gap_permuting_the_first_axis(f, x, perm):
     return (f(x[perm]) - f(x)[perm]).abs().max().item()
+
+
+@wrong_answer("equivariance_gap", message="drawn at random")
+def gap_fitted_to_the_worked_example(f, x, perm):
+    # 600 for the worked example, 1200 for its batch with 2x, 0 for self-attention's small inputs: no computation.
+    largest = x.abs().max().item()
+    return 600.0 * largest / 400.0 if largest >= 100 else 0.0

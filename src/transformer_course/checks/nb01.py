@@ -225,6 +225,18 @@ def check_equivariance_gap(equivariance_gap: Callable, seed: int = 0) -> None:
         )
     )
 
+    # Drawn with the seed, so that no formula fitted to the worked example passes: the gap by its definition.
+    drawn = 100 * seeded_randn(3, 5, 2, seed=seed + 1)  # (batch 3, seq 5, d 2)
+    order = torch.randperm(5, generator=torch.Generator().manual_seed(seed + 1))
+    expected = (running_sum(drawn[..., order, :]) - running_sum(drawn)[..., order, :]).abs().max().item()
+    _on_batch(
+        lambda: _expect_gap(
+            _gap_of(equivariance_gap, running_sum, drawn, order, "running_sum"),
+            expected,
+            f"equivariance_gap(running_sum, x, perm) with x (3, 5, 2) and perm {order.tolist()} drawn at random",
+        )
+    )
+
     sequences = seeded_randn(2, 6, 4, seed=seed)  # (batch 2, seq 6, d 4)
     shuffle = torch.randperm(6, generator=torch.Generator().manual_seed(seed))
 

@@ -37,7 +37,7 @@ STUDENT_FILES = tuple(str(HERE / name) for name in ("student.py", "wire.py", "pe
 
 
 # The special methods a lent object answers (len(cache), cache[i]): what a container does, nothing of its code.
-CONTAINER_PROTOCOL = frozenset({"__len__", "__getitem__", "__iter__", "__contains__"})
+CONTAINER_PROTOCOL = frozenset({"__len__", "__getitem__", "__contains__"})
 
 
 class Stopped(Exception):

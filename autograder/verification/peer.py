@@ -725,11 +725,8 @@ class RemoteObject(Remote):
     def __len__(self) -> int:
         return self._peer.getattr(self, "__len__")()
 
-    def __getitem__(self, item):
+    def __getitem__(self, item):  # iteration too, until the other side's IndexError
         return self._peer.getattr(self, "__getitem__")(item)
-
-    def __iter__(self):
-        return iter(self._peer.getattr(self, "__iter__")())
 
 
 PROXIES = {"function": RemoteFunction, "class": RemoteClass, "object": RemoteObject}

@@ -21,6 +21,7 @@ standard library is imported here; PyTorch when a value needs it.
 """
 
 import builtins
+import contextlib
 import itertools
 import numbers
 import sys
@@ -243,7 +244,7 @@ class Peer:
                 record.add(*reply["probe"])
             if torch is not None and reply.get("rng") is not None:
                 torch.set_rng_state(reply["rng"])
-            with torch.no_grad() if torch is not None else _nothing():
+            with torch.no_grad() if torch is not None else contextlib.nullcontext():
                 for index, changed in reply.get("changed_inputs") or []:
                     arguments[int(index)].copy_(changed)
             for generator, state in zip(generators, reply.get("generators") or [], strict=False):
@@ -315,7 +316,7 @@ class Peer:
 
     def lending(self, names: list, infos: dict):
         """Names under which the called code finds objects the caller lends (only the student's side has names)."""
-        return _nothing()
+        return contextlib.nullcontext()
 
     def lent_for_call(self, objects: dict) -> list:
         """[name, handle] of the objects this side lends the code it calls (only the judge lends)."""
@@ -611,14 +612,6 @@ class Peer:
             [o for o, _ in pairs], inputs, [g.to(o.dtype) for o, g in pairs], retain_graph=True, allow_unused=True
         )
         return list(found)
-
-
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
 
 
 class GradMode:

@@ -9,8 +9,8 @@ It reads SETTINGS (a JSON file the grading job wrote), then replaces itself with
 the process the grader started, signals and kills it as before is the sandbox itself. Inside, the code sees:
 
 - read-only: the system's /usr, the Python installation and the course's environment, the course's helper
-  package, and whatever else SETTINGS lists (the sealed runner's one file). Nothing else of the machine
-  exists there: no class folder, no gradebook, no source notebooks, no other submission, no solutions;
+  package (less the folders SETTINGS hides), and whatever else it lists (the sealed run's student program).
+  Nothing else of the machine exists there: no class folder, no gradebook, no source notebooks, no other submission, no solutions;
 - read-write: a private temporary folder of limited size (its working folder and home), and the folders
   SETTINGS shares (the kernel's connection folder, which holds nothing but this kernel's sockets);
 - no network (a network namespace of its own, with only its own loopback), its own process namespace (every
@@ -210,7 +210,7 @@ def main(arguments: list[str]) -> None:
     uid = sandbox_uid()
     give_to(uid, sandbox.shared)
     # An interrupt is meant for the code inside (a cell that runs too long); bwrap itself would die of it and take
-    # the sandbox with it. The kernel and the sealed runner set their own handler for it.
+    # the sandbox with it. The kernel and the sealed run's student process set their own handler for it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.execvp(BWRAP, sandbox.bwrap(command, uid))
 

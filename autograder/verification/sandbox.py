@@ -10,7 +10,8 @@ the process the grader started, signals and kills it as before is the sandbox it
 
 - read-only: the system's /usr, the Python installation and the course's environment, the course's helper
   package (less the folders SETTINGS hides), and whatever else it lists (the sealed run's student program).
-  Nothing else of the machine exists there: no class folder, no gradebook, no source notebooks, no other submission, no solutions;
+  Nothing else of the machine exists there: no class folder, no gradebook, no source notebooks, no other
+  submission, no solutions;
 - read-write: a private temporary folder of limited size (its working folder and home), and the folders
   SETTINGS shares (the kernel's connection folder, which holds nothing but this kernel's sockets);
 - no network (a network namespace of its own, with only its own loopback), its own process namespace (every

@@ -1,13 +1,13 @@
 """Grading a class in parallel: each (student, assignment) is autograded by nbgrader in a scratch copy of the
 course directory, and written into the class gradebook by this process alone. nbgrader's autograde runs the
-course's steps (``verification/nbgrader_steps.py``): the kernel in the sandbox, then the sealed verification.
+course's steps (``verification/nbgrader_steps.py``): the student's code in a kernel in the sandbox, the test cells
+in the judge, outside it.
 
-Why a sandbox. The student's code runs in nbgrader's kernel and in the sealed run, and both run in the
-grading sandbox (``verification/sandbox.py``): it sees no class folder, no gradebook, no source notebook and no other
-submission, has no network, and every process it starts ends with the job. nbgrader itself, which reads the
-gradebook and restores the hidden tests, runs outside and sends them to the kernel as code to run; the kernel
-talks to nbgrader over Unix sockets in a folder that only the two share (``SandboxedExecute``, in
-``verification/nbgrader_steps.py``).
+Why a sandbox. The student's code runs in nbgrader's kernel (and, where that kernel died, in the sealed run that
+says why), in the grading sandbox (``verification/sandbox.py``): it sees no class folder, no gradebook, no source
+notebook, no check and no other submission, has no network, and every process it starts ends with the job.
+nbgrader itself, which reads the gradebook and restores the hidden tests, runs outside, and so does the judge that
+runs them; the kernel talks to both over Unix sockets in a folder that only they share (``JudgedExecute``).
 
 Why scratch copies. Running ``nbgrader autograde --student X`` for several students at once against one
 SQLite gradebook worked in our trials (SQLite makes concurrent writers wait up to 5 s), but it rests on file
@@ -16,7 +16,7 @@ in the middle of the class gradebook. So each job gets its own copy of the grade
 nbgrader grades there, and the parent copies the results into the class gradebook through nbgrader's
 Gradebook API, one job at a time. Re-grading overwrites the same rows, so it is idempotent.
 
-Why limits. Each worker process lowers its own RLIMIT_DATA before it starts nbgrader and the sealed run,
+Why limits. Each worker process lowers its own RLIMIT_DATA before it starts nbgrader,
 so every kernel inherits it: an allocation past the limit fails in the student's cell instead of taking the
 machine's memory. RLIMIT_DATA counts memory a process writes to, not address space it reserves; torch
 reserves far more address space than it uses, so RLIMIT_AS would have to be set many times higher (measured:
@@ -54,7 +54,7 @@ from autograder.verification.findings import (
     NotSubmitted,
     NotVerified,
 )
-from autograder.verification.nbgrader_steps import FAILED, NOT_VERIFIED, VERIFICATION, run_sealed
+from autograder.verification.nbgrader_steps import NOT_VERIFIED, VERIFICATION, run_sealed
 from autograder.verification.sandbox import Sandbox
 
 NO_END = "did not finish within"  # what the log says of an nbgrader run that had to be stopped
@@ -94,7 +94,7 @@ class Job:
 class KernelFailure:
     """How a test cell failed in nbgrader's kernel."""
 
-    error_type: str  # the class name of its first error: NotImplementedYet, CheckFailed, SealedVerification
+    error_type: str  # the class name of its first error: NotImplementedYet, CheckFailed, TimeoutError
     text: str  # every error it showed, as "Type: message"
 
 
@@ -104,8 +104,7 @@ class TestResult:
     max_points: float
     points: float
     message: str | None = None  # why it earned less than its points
-    error_type: str | None = None  # the class name of the error that failed it: NotImplementedYet, SealedVerification
-    overruled: bool = False  # passed in nbgrader's kernel, failed the sealed verification
+    error_type: str | None = None  # the class name of the error that failed it: NotImplementedYet, CheckFailed
     unscored: bool = False  # nbgrader gave it no score (its cell was missing), so it awaits manual grading
 
 
@@ -116,7 +115,7 @@ class NotebookResult:
     notes: list[Finding] = field(default_factory=list)  # what else happened: tampering, faults, nbgrader's errors
     submitted: bool = True
     graded_by_nbgrader: bool = True
-    verification_seconds: float = 0.0  # of nbgrader's run, the sealed verification's share
+    verification_seconds: float = 0.0  # of nbgrader's run, the judge's share
 
     @property
     def points(self) -> float:
@@ -218,7 +217,7 @@ def prepare_worker(memory: int, threads: int) -> None:
 
 
 def grade(job: Job) -> Outcome:
-    """Autograde one student's assignment in a scratch course directory (the sealed verification included)."""
+    """Autograde one student's assignment in a scratch course directory."""
     scratch = Path(tempfile.mkdtemp(prefix=f"grade-{job.assignment[:2]}-"))
     outcome = Outcome(job.student, job.assignment, scratch=scratch)
     set_up_scratch(job, scratch, outcome)
@@ -237,7 +236,7 @@ def set_up_scratch(job: Job, scratch: Path, outcome: Outcome) -> None:
     db_url = f"sqlite:///{scratch / 'gradebook.db'}"
     config = SCRATCH_CONFIG.format(class_config=str(job.root / "nbgrader_config.py"), root=str(scratch), db_url=db_url)
     (scratch / "nbgrader_config.py").write_text(config, encoding="utf-8")
-    for folder in ("source", "release"):  # the sealed verification reads both
+    for folder in ("source", "release"):  # the judge reads both
         (scratch / folder).symlink_to(job.root / folder, target_is_directory=True)
     shutil.copy(job.template, scratch / "gradebook.db")
     submitted = job.root / "submitted" / job.student / job.assignment
@@ -289,7 +288,7 @@ def run_nbgrader(job: Job, scratch: Path) -> str:
         for path in (job.root / "source" / job.assignment).glob("*.ipynb")
         for cell in nbformat.read(path, as_version=4).cells
     )
-    deadline = START_UP_ALLOWANCE + 2 * code_cells * job.limits.cell_timeout  # the kernel's run, then the sealed one
+    deadline = START_UP_ALLOWANCE + code_cells * job.limits.cell_timeout
     try:
         return process.communicate(timeout=deadline)[0]
     except subprocess.TimeoutExpired:
@@ -316,11 +315,11 @@ def grade_notebook(job: Job, scratch: Path, source_path: Path, log: str) -> Note
     submitted_path = scratch / "submitted" / job.student / job.assignment / source_path.name
     autograded_path = scratch / "autograded" / job.student / job.assignment / source_path.name
     result.submitted, result.graded_by_nbgrader = submitted_path.exists(), autograded_path.exists()
-    overruled = {}
+    unjudged = False
     if not result.submitted:
         result.notes.append(NotSubmitted(source_path.name))
     elif result.graded_by_nbgrader:
-        overruled = verification_of(autograded_path, source, result)
+        unjudged = not verification_of(autograded_path, result)
     else:  # nbgrader gave up on it (its kernel died, or it is no notebook): the sealed run says what happened
         released = nbformat.read(job.root / "release" / job.assignment / source_path.name, as_version=4)
         sandbox = Sandbox(memory=job.limits.memory) if job.limits.sandbox else None
@@ -330,28 +329,27 @@ def grade_notebook(job: Job, scratch: Path, source_path: Path, log: str) -> Note
     in_kernel = failures_in(autograded_path) if result.graded_by_nbgrader else {}
     for cell in (cell for cell in source.cells if is_test(cell)):
         name = grade_id(cell)
-        result.tests.append(test_result(cell, scores.get(name), in_kernel.get(name), overruled.get(name), result))
+        result.tests.append(test_result(cell, scores.get(name), in_kernel.get(name), unjudged, result))
     return result
 
 
-def verification_of(autograded_path: Path, source, result: NotebookResult) -> dict[str, str]:
-    """What the sealed verification (run inside nbgrader's autograde, verification/nbgrader_steps.py) found: its
-    notes go into ``result``; returns the tests it failed, with why. A notebook graded without it earns nothing
-    unverified."""
+def verification_of(autograded_path: Path, result: NotebookResult) -> bool:
+    """What the judge (in nbgrader's autograde, verification/nbgrader_steps.py) found besides the scores: its
+    notes go into ``result``. False when the notebook was autograded without the course's steps: its tests ran
+    where the student's code could reach them, and earn nothing."""
     found = nbformat.read(autograded_path, as_version=4).metadata.get(VERIFICATION)
     if found is None:
         result.notes.append(NotVerified())
-        return {grade_id(cell): NOT_VERIFIED for cell in source.cells if is_test(cell) and points(cell)}
+        return False
     result.notes += [Finding.from_json(note) for note in found["notes"]]
     result.verification_seconds = found["seconds"]
-    return found["overruled"]
+    return True
 
 
 def test_result(
-    cell, score: float | None, error: KernelFailure | None, overruled: str | None, result: NotebookResult
+    cell, score: float | None, error: KernelFailure | None, unjudged: bool, result: NotebookResult
 ) -> TestResult:
-    """A test's final score: nbgrader's, in which the sealed verification has already failed the tests that did not
-    pass there (``overruled``: why)."""
+    """A test's final score: nbgrader's, of the outputs the judge gave its cell; nothing where no judge ran."""
     test = TestResult(grade_id(cell), points(cell), score or 0.0)
     if error is not None:
         test.message, test.error_type = error.text, error.error_type
@@ -359,9 +357,8 @@ def test_result(
         test.points, test.message = 0.0, "not graded (see the notes)" if result.submitted else "not submitted"
     elif score is None:
         test.unscored, test.message = True, "nbgrader did not run it: the test cell is missing from the submission"
-    elif overruled:
-        test.points, test.message, test.overruled = 0.0, overruled, overruled != NOT_VERIFIED
-        test.error_type = FAILED
+    elif unjudged and test.max_points:
+        test.points, test.message, test.error_type = 0.0, NOT_VERIFIED, None
     if test.points == test.max_points:
         test.message = test.error_type = None
     return test
@@ -451,7 +448,7 @@ def copy_grades(job: Job, outcome: Outcome, gradebook: Gradebook) -> None:
 
 
 def copy_notebook_grades(job: Job, result: NotebookResult, graded: Gradebook, gradebook: Gradebook) -> None:
-    """Each test's final score (nbgrader's, or 0 where the sealed run overruled it), and nbgrader's comments and
+    """Each test's final score (nbgrader's, or 0 where no judge ran), and nbgrader's comments and
     late penalty. As nbgrader itself does, a notebook not submitted scores 0, and one that nbgrader could not
     run keeps no score and is marked for manual grading."""
     notebook = Path(result.name).stem

@@ -23,20 +23,21 @@ c.GenerateAssignment.create_assignment = True
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
 # A cell that runs longer than the course's limit fails instead of stalling a whole grading run (nbgrader takes whole
-# seconds). The course's grading commands pass their --cell-timeout to nbgrader and to the sealed run alike.
+# seconds). The course's grading commands pass their --cell-timeout to nbgrader, whose judge keeps it too.
 from autograder.grading import CELL_TIMEOUT  # noqa: E402 (the repository is on the import path only from here)
 
 c.ExecutePreprocessor.timeout = math.ceil(CELL_TIMEOUT)
 
 # Every autograde (the course's `class autograde`, `nbgrader autograde` by hand, the formgrader's button) runs the
-# kernel in the grading sandbox and the sealed verification before the scores are saved (autograder/verification/).
+# student's code in the grading sandbox and the test cells in the judge, before the scores are saved
+# (autograder/verification/nbgrader_steps.py).
 # Grading without the sandbox: c.GradingSandbox.enabled = False (only for code you trust).
 c.Autograde.autograde_preprocessors = [
-    "autograder.verification.nbgrader_steps.SandboxedExecute",
+    "autograder.verification.nbgrader_steps.JudgedExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "autograder.verification.nbgrader_steps.SealedVerification",
+    "autograder.verification.nbgrader_steps.JudgeNotes",
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",

@@ -90,16 +90,13 @@ def outcome_report(outcome: Outcome, heading: bool = True) -> str:
 
 
 def class_summary(outcomes: list[Outcome]) -> str:
-    """One line per student and assignment: points, and how many tests the sealed run overruled."""
+    """One line per student and assignment: points, and whether it could be graded."""
     width = max((len(outcome.student) for outcome in outcomes), default=7)
     lines = [f"{'student':<{width}}  {'assignment':<32} points"]
     for outcome in outcomes:
         earned = sum(notebook.points for notebook in outcome.notebooks)
         possible = sum(notebook.max_points for notebook in outcome.notebooks)
-        overruled = sum(test.overruled for notebook in outcome.notebooks for test in notebook.tests)
-        remark = f"  ({overruled} passed in the kernel, failed sealed)" if overruled else ""
-        if not outcome.graded:
-            remark = "  (COULD NOT BE GRADED: see its report)"
+        remark = "" if outcome.graded else "  (COULD NOT BE GRADED: see its report)"
         lines.append(
             f"{outcome.student:<{width}}  {outcome.assignment:<32} {points(earned)} / {points(possible)}{remark}"
         )

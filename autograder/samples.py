@@ -31,7 +31,6 @@ from autograder.verification.findings import (
     TimedOut,
     Unreadable,
 )
-from autograder.verification.nbgrader_steps import FAILED
 
 UNIMPLEMENTED = re.compile(r"^(?P<indent>[ \t]*)raise NotImplementedError\(\)", re.MULTILINE)
 
@@ -127,6 +126,20 @@ NETWORK = """import socket
 with socket.create_connection(("127.0.0.1", {port}), timeout=5) as connection:
     connection.sendall(b"answers, please")
 """
+# Prints what the kernel has run so far (IPython's history) and the source of the checks it can import: were the
+# test cells run in the kernel, the hidden tests of the exercises before it would reach its feedback.
+SNOOP = """import inspect
+import sys
+
+print(SNOOPED, *get_ipython().user_ns.get("In", []), sep="\\n")
+for name, module in list(sys.modules.items()):
+    if name.startswith("transformer_course.checks"):
+        try:
+            print(inspect.getsource(module))
+        except Exception as error:
+            print(name, "has no source:", error)
+"""
+SNOOPED = "what this kernel ran before:"
 FORK_BOMB = "import os\n\nwhile True:\n    os.fork()\n"
 FILL_DISK = """from pathlib import Path
 
@@ -217,7 +230,17 @@ class TestFailedWith:
         return any(test.error_type == self.error_type and self.saying in (test.message or "") for test in outcome.tests)
 
 
-Expected = Found | TestFailedWith
+@dataclass(frozen=True)
+class Either:
+    """The report shows one of these."""
+
+    choices: tuple
+
+    def __call__(self, outcome: Outcome) -> bool:
+        return any(choice(outcome) for choice in self.choices)
+
+
+Expected = Found | TestFailedWith | Either
 
 
 def found(kind: type[Finding], **values) -> Found:
@@ -309,14 +332,13 @@ def tampering_with_cells(assignment: Assignment) -> list[Sample]:
 
 def tampering_in_the_kernel(assignment: Assignment) -> list[Sample]:
     """Changes to what the checks rely on, made from an answer cell. The judge runs the tests in a process of its
-    own, so none of them reaches a test: the first exercise earns nothing and the honest ones keep their points.
-    Where the change made nbgrader's kernel pass the first test, the sealed run overrules it."""
+    own, so none of them reaches a test: the first exercise earns nothing and the honest ones keep their points."""
     check = first_check(assignment)
     fake_output = assignment.first_unanswered(f'print("✔ {assignment.answers[0]}: all checks passed")')
     stored = nbformat.v4.new_output("stream", name="stdout", text=f"✔ {assignment.answers[0]}: all checks passed\n")
     assignment.cell(fake_output, assignment.tests[0]).outputs = [stored]
     rest = all_but_first(assignment)
-    unimplemented, overruled = TestFailedWith("NotImplementedYet"), TestFailedWith(FAILED)
+    unimplemented = TestFailedWith("NotImplementedYet")
     return [
         sample(
             assignment,
@@ -347,7 +369,7 @@ def tampering_in_the_kernel(assignment: Assignment) -> list[Sample]:
             "check-replaced",
             f"the course's {check} made to pass",
             rest,
-            overruled,
+            unimplemented,
             assignment.first_unanswered(f"{check} = lambda *args, **kwargs: None\n"),
         ),
         sample(
@@ -355,7 +377,7 @@ def tampering_in_the_kernel(assignment: Assignment) -> list[Sample]:
             "asserts-neutralised",
             "asserts removed and errors swallowed by an AST transformer",
             rest,
-            overruled,
+            unimplemented,
             assignment.first_unanswered(NO_FAILURES),
         ),
         sample(
@@ -484,7 +506,7 @@ def hostile(assignment: Assignment, listening_port: int) -> list[Sample]:
             "oracle-as-answer",
             "answers self-attention with the oracle its check compares with",
             [test for test in assignment.tests if test != assignment.tests[2]],
-            TestFailedWith(FAILED),  # it passes in nbgrader's kernel, where the checks are; the judge overrules it
+            TestFailedWith("CheckFailed", "raised AttributeError"),  # the student's process has no check's code
             assignment.notebook_with(**{third: ORACLE_AS_ANSWER}),
         ),
         sample(
@@ -502,6 +524,14 @@ def hostile(assignment: Assignment, listening_port: int) -> list[Sample]:
             all_but_first(assignment),
             found(CellFailed, error_type="IndexError"),
             assignment.first_unanswered(VANDALISE_CLASS),
+        ),
+        sample(
+            assignment,
+            "prints-history",
+            "prints the kernel's history and the checks' source into its feedback",
+            all_but_last,
+            TestFailedWith("NotImplementedYet"),
+            assignment.last_unanswered(f"SNOOPED = {SNOOPED!r}\n" + SNOOP),
         ),
         sample(
             assignment,
@@ -530,14 +560,15 @@ def hostile(assignment: Assignment, listening_port: int) -> list[Sample]:
         # Its copies of the kernel hold every place under the process limit until the kernel ends, and the kernel
         # cannot start a thread any more. It needs none: grading draws no figure (plots.show), so it sends no large
         # message, for which pyzmq would start one (when notebook 01 still drew its figures while grading, the
-        # kernel died there and nbgrader graded nothing). The earlier exercises keep their points; the sealed run
-        # reports the failed fork.
+        # kernel died there and nbgrader graded nothing). The earlier exercises keep their points; the report
+        # names the cell.
         sample(
             assignment,
             "fork-bomb",
             "a fork bomb",
             all_but_last,
-            found(CellFailed, error_type="BlockingIOError"),  # EAGAIN: no process left to fork
+            # EAGAIN once no process is left to fork; on a busy machine the kernel's forks may outlast the cell
+            Either((found(CellFailed, error_type="BlockingIOError"), found(TimedOut, cell=assignment.answers[-1]))),
             assignment.last_unanswered(FORK_BOMB),
         ),
         sample(

@@ -188,3 +188,20 @@ def test_the_hidden_tests_seeds_change_the_inputs(check, answer):
     visible = calls_of(check, answer, seed=0)
     for seed in seeds:
         assert calls_of(check, answer, seed=seed) != visible, f"seed={seed} makes the same calls as seed=0"
+
+
+def test_the_ids_the_notebook_quotes_are_those_of_the_tokenizers_library():
+    """Notebook 09 compares the learner's encoder with ids written out in a cell (no oracle is there to call): they
+    are the library's for the merges learned from the notebook's example."""
+    import ast
+
+    import nbformat
+
+    from autograder.repository import SOLUTIONS
+
+    notebook = nbformat.read(SOLUTIONS / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    (cell,) = [cell for cell in notebook.cells if "tokenizers_ids = {" in cell.source]
+    quoted = ast.literal_eval(cell.source.split("tokenizers_ids = ", 1)[1].split("\n}", 1)[0] + "\n}")
+    merges = nb09.bpe_merges("banana bandana", 4, units="bytes")
+    tokenizer = nb09.huggingface_bpe(merges)
+    assert quoted == {text: nb09.huggingface_ids(tokenizer, text) for text in quoted}

@@ -181,7 +181,7 @@ class NotGradedByNbgrader(Finding):
 class NotVerified(Finding):
     @property
     def text(self) -> str:
-        return "the sealed verification did not run (the class's nbgrader_config.py leaves it out)"
+        return "no judge ran (the class's nbgrader_config.py leaves out the course's steps): its tests earn nothing"
 
 
 @dataclass(frozen=True)

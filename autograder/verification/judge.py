@@ -23,7 +23,6 @@ import io
 import os
 import select
 import signal
-import subprocess
 import time
 import types
 from dataclasses import dataclass
@@ -85,12 +84,12 @@ class Judge(peer.Peer):
 
     SIGN = -1
 
-    def __init__(self, process: subprocess.Popen, read_fd: int, write_fd: int, cell_timeout: float, grace: float):
+    def __init__(self, read_fd: int, write_fd: int, group: int, cell_timeout: float, grace: float, imports: dict):
         super().__init__(DeadlinePipe(read_fd, write_fd, self.wait))
-        self.process, self.clock, self.grace = process, Clock(cell_timeout), grace
+        self.group, self.clock, self.grace = group, Clock(cell_timeout), grace
         self.killed = False  # stopped for ignoring an interrupt
         self.lent_names: dict[str, object] = {}  # what the learner's code finds under these names while a check runs
-        self.imports: dict = {"__builtins__": builtins}
+        self.imports = imports  # what the course's cells import (``course_imports``): the names test cells use
         self.malformed = 0
 
     # --- the pipe, with the cell's time limit -------------------------------------------------------------------
@@ -113,13 +112,14 @@ class Judge(peer.Peer):
             if ready[0] or ready[1]:
                 return
             if self.clock.interrupted:
-                stop_group(self.process)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.group, signal.SIGKILL)
                 self.killed = True
                 raise Stopped("it did not stop when interrupted")
             self.clock.interrupted = True
             self.clock.deadline = time.monotonic() + self.grace
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGINT)
+                os.killpg(self.group, signal.SIGINT)
 
     # --- cells ----------------------------------------------------------------------------------------------
 
@@ -128,23 +128,23 @@ class Judge(peer.Peer):
         self.clock.start()
         return self.request("run_cell", index=index)["value"]
 
-    def run_test(self, source: str) -> list[str] | None:
-        """Run a test cell here, the learner's names as proxies; its error as [type, message], or None."""
+    def run_test(self, source: str) -> "TestRun":
+        """Run a test cell here, the learner's names as proxies: its error, and what it printed."""
         self.clock.start()
-        namespace = dict(self.imports)
+        namespace, printed = dict(self.imports), io.StringIO()
         try:
             for name in sorted(names_used(source) - set(namespace) - set(vars(builtins))):
                 with contextlib.suppress(RemoteError):
                     namespace[name] = self.value_of(self.request("lookup", name=name), None)
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
                 exec(compile(source, "<test>", "exec"), namespace)
         except Stopped:
             raise
         except BaseException as error:  # noqa: B036 - any error fails the test
-            return peer.describe(error)
+            return TestRun(peer.describe(error), printed.getvalue(), self.clock.interrupted)
         finally:
             self.take_back()
-        return None
+        return TestRun(None, printed.getvalue(), self.clock.interrupted)
 
     def take_back(self) -> None:
         """After each test, both sides forget every handle: nothing the judge lent stays callable, and no mirror of
@@ -152,17 +152,6 @@ class Judge(peer.Peer):
         self.lent_names.clear()
         self.request("forget")
         self.forget()
-
-    def import_course_modules(self, sources: list[str]) -> None:
-        """Import here what the course's cells import (the checks among them): the names test cells use."""
-        for source in sources:
-            try:
-                tree = ast.parse(source)
-            except SyntaxError:
-                continue
-            for node in tree.body:
-                if isinstance(node, ast.Import | ast.ImportFrom):
-                    exec(compile(ast.Module([node], []), "<imports>", "exec"), self.imports)
 
     # --- what the judge lends ------------------------------------------------------------------------------
 
@@ -197,6 +186,36 @@ class Judge(peer.Peer):
         return super().on_getattr(message)
 
 
+@dataclass
+class TestRun:
+    """What a test cell did in the judge."""
+
+    error: list[str] | None  # [type, message] of the error that failed it, or None when it passed
+    printed: str  # what the check printed (its ✔ line)
+    interrupted: bool  # the learner's code ran past the cell's time limit
+
+    @property
+    def failure(self) -> tuple[str, str] | None:
+        """Why the test earns nothing, as (the error's type, its message); None when it passed."""
+        if self.interrupted:
+            return "TimeoutError", "it ran longer than the time limit and was interrupted"
+        return None if self.error is None else (self.error[0], self.error[1])
+
+
+def course_imports(sources: list[str]) -> dict:
+    """What the course's cells import (the checks among them), imported here: the names test cells use."""
+    imports: dict = {"__builtins__": builtins}
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                exec(compile(ast.Module([node], []), "<imports>", "exec"), imports)
+    return imports
+
+
 def names_used(source: str) -> set[str]:
     """The global names a cell's code reads."""
     try:
@@ -209,9 +228,3 @@ def names_used(source: str) -> set[str]:
         names.update(code.co_names)
         pending += [const for const in code.co_consts if isinstance(const, types.CodeType)]
     return names
-
-
-def stop_group(process: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()

@@ -1,24 +1,32 @@
-"""The course's steps inside nbgrader's autograde: every way of autograding ends in the same verification.
+"""The course's steps inside nbgrader's autograde: every way of autograding ends in the same judge.
 
 ``class autograde``, ``nbgrader autograde`` run by hand and the formgrader's Autograde button all run nbgrader's
 ``Autograde`` converter with the course's configuration (``nbgrader_config.py``), which puts these two
 preprocessors in its list:
 
-- ``SandboxedExecute`` is nbgrader's ``Execute``, with the kernel started in the grading sandbox
-  (``sandbox.py``) whatever kernel the notebook names;
-- ``SealedVerification`` runs the notebook's graded tests again in the sealed run (``sealed_run.py``), and puts a
-  ``SealedVerification`` error into each test cell that passed in the kernel but not there, before nbgrader's
-  ``SaveAutoGrades`` scores the cells: such a test earns nothing, in the gradebook and in the feedback alike.
-  What the verification found (tampering, structural changes, the student's cells that failed) is kept in the
-  autograded notebook's metadata under ``VERIFICATION``, for the course's report, with the seconds it took.
+- ``JudgedExecute`` is nbgrader's ``Execute`` with two changes. The kernel runs in the grading sandbox
+  (``sandbox.py``), whatever kernel the notebook names, and sees what a student's process of the sealed run sees:
+  no check, no stand-in, no reference block not yet due. And the test cells never run in it: the judge
+  (``judge.py``) runs each one here, from the instructor's source notebook, while the kernel answers its requests
+  for the learner's functions and modules (``student.serve_judge``). The student's code thus runs once, in the
+  kernel, and a test cell's outputs are what the judge found: what the check printed, and its error when it
+  failed. nbgrader's ``SaveAutoGrades`` scores those, in the gradebook and in the feedback alike.
+- ``JudgeNotes`` keeps what grading found besides the scores (the student's cells that failed or ran too long,
+  structural changes) in the autograded notebook's metadata under ``VERIFICATION``, for the course's report, with
+  the seconds the judge took. A notebook autograded without these steps has no such notes, and the course's
+  grading gives its tests nothing (``grading.verification_of``).
 
 Both read the one ``GradingSandbox`` setting: grading without the sandbox is the instructor's explicit choice.
 """
 
+import math
 import shutil
+import socket
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
@@ -28,25 +36,31 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Bool, Enum, Int
 from traitlets.config import Configurable
 
-from autograder.cells import grade_id, is_test, points
+from autograder.cells import grade_id, is_answer, is_test, key, label
 from autograder.verification import sealed_run, structure
-from autograder.verification.findings import Finding, Unreadable
+from autograder.verification.findings import CellFailed, Finding, TimedOut, Unreadable
+from autograder.verification.judge import STUDENT_FILES, Judge, Stopped, TestRun, course_imports
 from autograder.verification.sandbox import Sandbox, unavailable
 
-VERIFICATION = "course_verification"  # the autograded notebook's metadata key: {"notes": [...], "overruled": {...}}
-NOT_VERIFIED = "could not be verified (see the notes)"
-FAILED = "SealedVerification"  # the error a test cell shows when it passed in the kernel and not in the sealed run
-# What a test cell shows instead of the kernel's error when the judge passed it.
-GRANTED = nbformat.v4.new_output(
-    "stream", name="stdout", text="✔ passed when the autograder checked your answer again (see the notes)\n"
-)
-# How the sandboxed kernel starts: ipykernel, except that a process the student's code forks (a fork bomb's copies
-# of the kernel) gives up the kernel's sockets at once and waits forever if it tries to send the kernel's messages:
-# copies of the kernel would otherwise answer nbgrader in its name and garble its channels. Waiting, a copy keeps
-# its place under the process limit, so the bomb runs out of places and stops, as in the sealed run
-# (runner.stay_out_if_forked). The sandbox ends them all with the kernel.
-KERNEL_START = """\
-import os, time
+VERIFICATION = "course_verification"  # the autograded notebook's metadata key: {"notes": [...], "seconds": s}
+NOT_VERIFIED = "not judged: the class's nbgrader_config.py leaves out the course's steps"
+VERDICT = "course_verdict"  # where JudgedExecute leaves the judge's verdict for JudgeNotes, in nbgrader's resources
+NOT_A_TEST = "NotATest"  # the error of a cell marked as a test that the instructor's notebook does not have
+INTERRUPT_GRACE = sealed_run.INTERRUPT_GRACE
+ACCEPT_POLL = 0.05  # seconds between looks, while the judge waits for the kernel, at whether the kernel's cell ended
+# How the kernel starts: the student's side of grading loaded (the checks import empty, ``serve_judge`` is there),
+# then ipykernel, except that a process the student's code forks (a fork bomb's copies of the kernel) gives up the
+# kernel's sockets at once and waits forever if it tries to send the kernel's messages: copies of the kernel would
+# otherwise answer nbgrader in its name and garble its channels. Waiting, a copy keeps its place under the process
+# limit, so the bomb runs out of places and stops, as in the sealed run (runner.stay_out_if_forked). The sandbox
+# ends them all with the kernel.
+KERNEL_START = f"""\
+import importlib.util, os, sys, time
+_spec = importlib.util.spec_from_file_location("_grading_student", {STUDENT_FILES[0]!r})
+_student = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = _student
+_spec.loader.exec_module(_student)
+_student.hide_checks()
 import jupyter_client.session
 def _wait_forever(*args, **kwargs):
     while True:
@@ -55,7 +69,7 @@ def _forked():
     jupyter_client.session.Session.send = _wait_forever
     for fd in map(int, os.listdir("/proc/self/fd")):
         try:
-            kind = os.readlink(f"/proc/self/fd/{fd}")
+            kind = os.readlink(f"/proc/self/fd/{{fd}}")
         except OSError:
             continue
         if kind.startswith(("socket:", "anon_inode:[event")):
@@ -64,9 +78,12 @@ def _forked():
             except OSError:
                 pass
 os.register_at_fork(after_in_child=_forked)
+del _spec, _student
 from ipykernel import kernelapp
 kernelapp.launch_new_instance()
 """
+# What the kernel runs in place of a test cell: answer the judge of that cell (student.serve_judge).
+SERVE_JUDGE = 'import sys; sys.modules["_grading_student"].serve_judge({address!r})'
 
 
 class GradingSandbox(Configurable):
@@ -90,83 +107,166 @@ class GradingSandbox(Configurable):
         return Sandbox(readable=readable, shared=shared, memory=self.memory)
 
 
-class SandboxedExecute(Execute):
-    """nbgrader's Execute, with the kernel in the grading sandbox: ipykernel started through the sandbox's
-    launcher, talking to nbgrader over Unix sockets in a folder only the two share (the sandbox has no network).
-    The kernel spec is made here, so no notebook's metadata can choose another kernel."""
+class JudgedExecute(Execute):
+    """nbgrader's Execute, with the kernel in the grading sandbox and the test cells in the judge.
+
+    The kernel is ipykernel started through the sandbox's launcher, talking to nbgrader over Unix sockets in a
+    folder only the two share (the sandbox has no network); the kernel spec is made here, so no notebook's
+    metadata can choose another kernel. In that folder the judge also listens for the kernel, one connection per
+    test cell. A cell marked as a test that the instructor's source notebook does not have runs nowhere."""
 
     # Once the last cell has run, the kernel is killed rather than asked to exit: nothing of the student's should
     # run after the tests (atexit hooks included), and asking costs about a second per notebook graded.
     shutdown_kernel = Enum(["graceful", "immediate"], default_value="immediate").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
+        names = resources["nbgrader"]
+        course = CourseDirectory(config=self.config)
+        source = read(Path(course.format_path(course.source_directory, ".", names["assignment"])) / nb_file(names))
+        self._assignment = names["assignment"]
+        self._tests = {grade_id(cell): cell.source for cell in source.cells if is_test(cell)}
+        self._known = {key(cell) for cell in source.cells}
+        course_cells = [cell.source for cell in source.cells if is_course_code(cell)]
+        self._imports = course_imports(course_cells)
+        self._verdict, self._judging, self._after = sealed_run.SealedVerdict(), 0.0, "the top"
         self._folders = [Path(tempfile.mkdtemp(prefix="kernel-")), Path(tempfile.mkdtemp(prefix="kernel-settings-"))]
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(self._folders[0] / "judge"))
+        self._listener.listen(1)
         try:
-            return super().preprocess(nb, resources, km)
+            super().preprocess(nb, resources, km)
         finally:
+            self._listener.close()
             for folder in self._folders:
                 shutil.rmtree(folder, ignore_errors=True)
+        resources[VERDICT] = {"verdict": self._verdict, "seconds": self._judging}
+        return nb, resources
 
     def create_kernel_manager(self):
         manager = super().create_kernel_manager()
         shared, private = self._folders
         sandbox = GradingSandbox(config=self.config).sandbox(shared=(str(shared),))
-        if sandbox is None:
-            return manager
         kernel = [sys.executable, "-c", KERNEL_START, "-f", "{connection_file}"]
-        argv = sandbox.launcher(private / "sandbox.json") + ["--", *kernel]
-        manager._kernel_spec = KernelSpec(argv=argv, display_name="Python 3 (grading sandbox)", language="python")
+        if sandbox is not None:
+            hidden, revealed = sealed_run.answers_hidden(self._assignment)
+            sandbox = replace(sandbox, readable=(*sandbox.readable, *STUDENT_FILES), hidden=hidden, revealed=revealed)
+            kernel = sandbox.launcher(private / "sandbox.json") + ["--", *kernel]
+        manager._kernel_spec = KernelSpec(argv=kernel, display_name="Python 3 (graded)", language="python")
         manager.transport, manager.ip = "ipc", str(shared / "kernel-ipc")  # the sockets: kernel-ipc-1, -2, ...
         manager.connection_file = str(shared / "kernel.json")
         return manager
 
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code" and is_test(cell):
+            self._after = label(cell)
+            return self.judge_cell(cell, index), self.resources
+        start = time.perf_counter()
+        cell, resources = super().preprocess_cell(cell, resources, index)
+        self.note_failure(cell, timed_out=time.perf_counter() - start >= self.timeout)
+        return cell, resources
 
-class SealedVerification(NbGraderPreprocessor):
-    """Run the submission's graded tests again, sealed, and fail in the notebook each one that does not pass
-    there. The judge's verdict also stands for a test that failed in nbgrader's kernel but passed there: the
-    kernel's run of a test is only a copy for the feedback, and the student's code in it can fail a check that its
-    answers pass (a decorator keeps the kernel's check from lending a correct earlier exercise). Runs after Execute
-    and before SaveAutoGrades."""
+    def note_failure(self, cell, timed_out: bool) -> None:
+        """A finding for one of the student's cells that failed: an answer cell, or one they added."""
+        if key(cell) in self._known and not is_answer(cell):
+            self._after = label(cell)
+            return
+        name = label(cell) if key(cell) in self._known else f"the cell you added after {self._after}"
+        errors = [output for output in cell.get("outputs", []) if output.output_type == "error"]
+        if cell.cell_type != "code" or not errors:
+            return
+        if timed_out:  # nbclient interrupted it (KeyboardInterrupt), or gave up on it (CellTimeoutError)
+            self._verdict.findings.append(TimedOut(name, self.timeout))
+        else:
+            self._verdict.findings.append(CellFailed(name, errors[0].ename, errors[0].evalue))
+
+    def judge_cell(self, cell, index: int):
+        """Run a test cell in the judge, the kernel answering for the learner's code; the cell shows what the
+        learner's code printed, what the check printed, and the judge's error when the test failed."""
+        source = self._tests.get(grade_id(cell))
+        if source is None:
+            cell.outputs = [error_output(NOT_A_TEST, "the instructor's notebook has no test of this name")]
+            return cell
+        start, found, served = time.perf_counter(), {}, threading.Event()
+        judging = threading.Thread(target=lambda: found.update(run=self.judged(source, served)))
+        judging.start()
+        serve = nbformat.v4.new_code_cell(SERVE_JUDGE.format(address=str(self._folders[0] / "judge")))
+        timeout, self.timeout = self.timeout, math.ceil(self.timeout + 3 * INTERRUPT_GRACE)
+        try:
+            self.execute_cell(serve, index, store_history=False)
+        finally:
+            self.nb.cells[index] = cell  # nbclient puts the cell it ran in the notebook
+            self.timeout = timeout
+            served.set()
+            judging.join()
+            self._judging += time.perf_counter() - start
+        run: TestRun = found["run"]
+        failure = self._verdict.judged(grade_id(cell), run, self.timeout)
+        printed = [output for output in serve.outputs if output.output_type in ("stream", "display_data")]
+        if run.printed:
+            printed.append(nbformat.v4.new_output("stream", name="stdout", text=run.printed))
+        if failure is not None:
+            printed.append(error_output(*failure))
+        cell.outputs, cell.execution_count = printed, serve.get("execution_count")
+        return cell
+
+    def judged(self, source: str, served: threading.Event) -> TestRun:
+        """The judge's run of one test cell, against the kernel that connects to it (in another thread). The kernel
+        may never connect (the student's code changed how it runs cells): then the test fails once the kernel's
+        cell has ended."""
+        connection = self.connection(served)
+        if connection is None:
+            return TestRun(["KernelAbsent", "your notebook's kernel did not answer the judge"], "", False)
+        group = self.km.provisioner.pgid
+        with connection:
+            descriptor = connection.fileno()
+            judge = Judge(descriptor, descriptor, group, self.timeout, INTERRUPT_GRACE, self._imports)
+            try:
+                run = judge.run_test(source)
+                judge.clock.start()
+                judge.pipe.send({"op": "stop"})
+            except Stopped as stopped:
+                return TestRun(["KernelEnded", f"the notebook's kernel ended during the test: {stopped}"], "", False)
+        return run
+
+    def connection(self, served: threading.Event) -> socket.socket | None:
+        """The kernel's connection for this test, or None once its cell has ended without one."""
+        self._listener.settimeout(ACCEPT_POLL)
+        while not served.is_set():
+            try:
+                return self._listener.accept()[0]
+            except TimeoutError:
+                continue
+        return None
+
+
+class JudgeNotes(NbGraderPreprocessor):
+    """Keep what the judge found besides the scores, and the structural comparison with the released notebook,
+    in the autograded notebook's metadata (``VERIFICATION``), for the course's report. Runs after nbgrader's
+    ClearMetadataPreprocessor, which would remove them."""
 
     def preprocess(self, nb, resources):
         names = resources["nbgrader"]
         course = CourseDirectory(config=self.config)
-        notes: list[Finding] = []
-        start = time.perf_counter()
-        verdict = self.verdict(course, names, notes)
-        seconds = time.perf_counter() - start
-        overruled, granted = {}, {}
-        for cell in nb.cells:
-            if not (is_test(cell) and points(cell)):
-                continue  # no points at stake
-            errors = [out for out in cell.outputs if out.output_type == "error"]
-            if errors:
-                if verdict is not None and grade_id(cell) in verdict.passed:
-                    granted[grade_id(cell)] = f"{errors[0].ename}: {errors[0].evalue}"
-                    cell.outputs = [out for out in cell.outputs if out.output_type != "error"] + [GRANTED]
-                continue  # else already failed in the kernel
-            if verdict is None:
-                overruled[grade_id(cell)] = NOT_VERIFIED
-            elif failure := verdict.failure(grade_id(cell)):
-                overruled[grade_id(cell)] = f"{failure} (in nbgrader's kernel it passed)"
-            else:
-                continue
-            why = overruled[grade_id(cell)]
-            shown = nbformat.v4.new_output("error", ename=FAILED, evalue=why, traceback=[f"{FAILED}: {why}"])
-            cell.outputs.append(shown)
-        found = [note.as_json() for note in notes]
-        nb.metadata[VERIFICATION] = {"notes": found, "overruled": overruled, "granted": granted, "seconds": seconds}
+        released = read(Path(course.format_path(course.release_directory, ".", names["assignment"])) / nb_file(names))
+        submitted_path = Path(course.format_path(course.submitted_directory, names["student"], names["assignment"]))
+        notes: list[Finding] = list(structure.compare(released, read(submitted_path / nb_file(names))))
+        judged = resources.get(VERDICT)
+        if judged is not None:
+            notes += judged["verdict"].findings
+            nb.metadata[VERIFICATION] = {"notes": [note.as_json() for note in notes], "seconds": judged["seconds"]}
         return nb, resources
 
-    def verdict(self, course: CourseDirectory, names: dict, notes: list[Finding]) -> sealed_run.SealedVerdict | None:
-        """The sealed run of the notebook as the student submitted it; what it found goes into ``notes``."""
-        assignment, student, notebook = names["assignment"], names["student"], names["notebook"] + ".ipynb"
-        source = read(Path(course.format_path(course.source_directory, ".", assignment)) / notebook)
-        released = read(Path(course.format_path(course.release_directory, ".", assignment)) / notebook)
-        submitted_path = Path(course.format_path(course.submitted_directory, student, assignment)) / notebook
-        timeout = SandboxedExecute(config=self.config).timeout
-        sandbox = GradingSandbox(config=self.config).sandbox()
-        return run_sealed(assignment, source, released, submitted_path, timeout, sandbox, notes)
+
+def nb_file(names: dict) -> str:
+    return names["notebook"] + ".ipynb"
+
+
+def is_course_code(cell) -> bool:
+    return cell.cell_type == "code" and not is_test(cell) and not is_answer(cell)
+
+
+def error_output(kind: str, message: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_output("error", ename=kind, evalue=message, traceback=[f"{kind}: {message}"])
 
 
 def run_sealed(

@@ -11,8 +11,10 @@ the instructor chose none, and the test cells in the judge (``judge.py``), here,
 for the learner's values. A process that dies passes nothing that was not judged before.
 """
 
+import contextlib
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field, replace
@@ -23,7 +25,7 @@ import nbformat
 from autograder.cells import grading, is_answer, is_test, key, label
 from autograder.release import is_released
 from autograder.verification.findings import CellFailed, Finding, ForgedVerdicts, RunEnded, TimedOut
-from autograder.verification.judge import STUDENT_FILES, Judge, Stopped, stop_group
+from autograder.verification.judge import STUDENT_FILES, Judge, Stopped, TestRun, course_imports
 from autograder.verification.sandbox import Sandbox
 
 INTERRUPT_GRACE = 10.0  # seconds a cell gets to stop after an interrupt before its process is killed
@@ -37,6 +39,16 @@ class SealedVerdict:
 
     def found(self, kind: type[Finding]) -> list:
         return [finding for finding in self.findings if isinstance(finding, kind)]
+
+    def judged(self, test: str, run: TestRun, timeout: float) -> tuple[str, str] | None:
+        """Record the judge's run of a test; return its failure as (type, message), None when it passed."""
+        if run.failure is None:
+            self.passed.add(test)
+            return None
+        kind, message = run.failure
+        message = message.replace("the time limit", f"{timeout:g} s")
+        self.errors[test] = f"{kind}: {message}"
+        return kind, message
 
     def failure(self, test: str) -> str | None:
         """Why a test earns nothing in the sealed run, or None when it passed."""
@@ -122,13 +134,20 @@ def verify(
         )
     os.close(to_student[0])
     os.close(from_student[1])
-    judge = Judge(process, from_student[0], to_student[1], cell_timeout, INTERRUPT_GRACE)
+    imports = course_imports([cell["source"] for cell in cells if cell["role"] == "course"])
+    judge = Judge(from_student[0], to_student[1], process.pid, cell_timeout, INTERRUPT_GRACE, imports)
     try:
-        return JudgedRun(judge, cells).run()
+        return JudgedRun(judge, process, cells).run()
     finally:
         os.close(from_student[0])
         os.close(to_student[1])
         stop_group(process)
+
+
+def stop_group(process: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def answers_hidden(assignment: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -150,14 +169,13 @@ def answers_hidden(assignment: str | None) -> tuple[tuple[str, ...], tuple[str, 
 class JudgedRun:
     """The program's cells in order: test cells in the judge, all others in the student's process."""
 
-    def __init__(self, judge: Judge, cells: list[dict]):
-        self.judge, self.cells = judge, cells
+    def __init__(self, judge: Judge, process: subprocess.Popen, cells: list[dict]):
+        self.judge, self.process, self.cells = judge, process, cells
         self.verdict = SealedVerdict()
         self.current = "the course's set-up"
 
     def run(self) -> SealedVerdict:
         judge = self.judge
-        judge.import_course_modules([cell["source"] for cell in self.cells if cell["role"] == "course"])
         try:
             judge.clock.start()
             judge.pipe.send(
@@ -181,17 +199,12 @@ class JudgedRun:
         if self.judge.killed:
             return None
         try:
-            return self.judge.process.wait(timeout=INTERRUPT_GRACE)
+            return self.process.wait(timeout=INTERRUPT_GRACE)
         except subprocess.TimeoutExpired:
             return None
 
-    def on_test(self, name: str, error: list[str] | None) -> None:
-        if self.judge.clock.interrupted:
-            self.verdict.errors[name] = f"it ran longer than {self.judge.clock.timeout:g} s and was interrupted"
-        elif error is None:
-            self.verdict.passed.add(name)
-        else:
-            self.verdict.errors[name] = ": ".join(error)
+    def on_test(self, name: str, test: TestRun) -> None:
+        self.verdict.judged(name, test, self.judge.clock.timeout)
 
     def on_cell(self, cell: dict, error: list[str] | None) -> None:
         if cell["role"] != "student" or error is None:

@@ -1,10 +1,17 @@
-"""The student's process of the sealed run: the notebook's own cells and the learner's code, and no judge.
+"""The student's side of grading: the notebook's own cells and the learner's code, and no judge.
 
-The judge (``judge.py``) starts this file as ``python -I student.py READ_FD WRITE_FD`` in the grading sandbox and
-talks to it over the two pipes (``wire.py``, ``peer.py``). It sends the program first: the notebook's code cells in
-the source's order, with the test cells' source left out, so that no hidden test ever enters this process. Then it
-asks, one request at a time: run cell i; what is the value of a name; call this object with these arguments;
-the gradients of that call. Values go back as plain data, objects as handles that mean something only here.
+It serves in two places, both in the grading sandbox:
+
+- **nbgrader's kernel.** The kernel loads this file when it starts (``nbgrader_steps.KERNEL_START``) and runs
+  the course's and the student's cells as any kernel does. For each test cell it runs ``serve_judge`` instead,
+  which connects to the judge of that cell over a Unix socket and answers it until the test is done.
+- **The sealed run** (``sealed_run.py``), where nbgrader's kernel could not finish: the judge starts this file as
+  ``python -I student.py READ_FD WRITE_FD`` and sends the program first, the notebook's code cells with the test
+  cells' source left out.
+
+Either way no test cell's source, hidden tests included, ever enters this process. The judge asks, one request at
+a time: run cell i; what is the value of a name; call this object with these arguments; the gradients of that
+call (``wire.py``, ``peer.py``). Values go back as plain data, objects as handles that mean something only here.
 
 The sandbox shows this process neither the course's checks nor their correct stand-ins (``sandbox.Sandbox.hidden``).
 A set-up cell still imports ``transformer_course.checks``: it gets an empty module, whose names the judge holds.
@@ -45,12 +52,15 @@ class Student(peer.Peer):
 
     SIGN = 1
 
-    def __init__(self, pipe, cells: list[dict]):
+    def __init__(self, pipe, cells: list[dict], namespace: dict | None = None):
+        """``namespace``: the notebook's, in nbgrader's kernel; None for a namespace of its own, without IPython."""
         super().__init__(pipe)
         self.cells = cells
-        self.namespace = {"__name__": "__main__", "__builtins__": builtins}
-        self.kernel = runner.KernelStandIn(self.namespace)
-        self.namespace.update(get_ipython=self.kernel.get_ipython, display=runner.print_nothing)
+        if namespace is None:
+            namespace = {"__name__": "__main__", "__builtins__": builtins}
+            self.kernel = runner.KernelStandIn(namespace)
+            namespace.update(get_ipython=self.kernel.get_ipython, display=runner.print_nothing)
+        self.namespace = namespace
 
     def answer(self, message: dict) -> dict:
         try:
@@ -114,11 +124,34 @@ class NoChecksHere(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             module.__path__ = []
 
 
+def hide_checks() -> None:
+    """From now on, ``transformer_course.checks`` and its modules import as empty modules."""
+    if not any(isinstance(finder, NoChecksHere) for finder in sys.meta_path):
+        sys.meta_path.insert(0, NoChecksHere())
+
+
+def serve_judge(address: str) -> None:
+    """In nbgrader's kernel, as a test cell: answer that cell's judge, at the Unix socket ``address``, until the
+    test is done. The learner's names are the notebook's."""
+    import socket
+
+    from IPython import get_ipython
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.connect(address)
+        descriptor = connection.fileno()
+        serve(Student(wire.Pipe(descriptor, descriptor), [], get_ipython().user_ns))
+
+
 def main() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)  # how the judge stops a cell that runs too long
-    sys.meta_path.insert(0, NoChecksHere())
+    hide_checks()
     pipe = wire.Pipe(int(sys.argv[1]), int(sys.argv[2]))
-    student = Student(pipe, pipe.receive())
+    serve(Student(pipe, pipe.receive()))
+
+
+def serve(student: Student) -> None:
+    """Answer the judge until it says stop, or is gone."""
     while True:
         try:
             message = student.receive()

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from ..reference.pytorch_layers import torch_twin
 from . import (
     CheckFailed,
     NotImplementedYet,
@@ -105,18 +106,6 @@ def check_merge_heads(merge_heads: Callable, seed: int = 0) -> None:
 # Exercise 3 ---------------------------------------------------------------------------------------------
 
 PROJECTIONS = ("query", "key", "value", "output")
-
-
-def torch_twin(module: nn.Module, num_heads: int) -> nn.MultiheadAttention:
-    """An nn.MultiheadAttention holding a copy of the module's W_Q, W_K, W_V and W_O with their biases."""
-    d_model = module.query.in_features
-    twin = nn.MultiheadAttention(d_model, num_heads, batch_first=True)
-    with torch.no_grad():
-        twin.in_proj_weight.copy_(torch.cat([module.query.weight, module.key.weight, module.value.weight]))
-        twin.in_proj_bias.copy_(torch.cat([module.query.bias, module.key.bias, module.value.bias]))
-        twin.out_proj.weight.copy_(module.output.weight)
-        twin.out_proj.bias.copy_(module.output.bias)
-    return twin.eval()
 
 
 def _twin_results(twin, x, context, torch_masks: dict):

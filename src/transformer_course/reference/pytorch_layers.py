@@ -17,6 +17,7 @@ __all__ = [
     "pytorch_mask",
     "pytorch_masks",
     "sharing_parameters",
+    "torch_twin",
 ]
 
 
@@ -118,3 +119,15 @@ def decoder_layer_parameters(layer: nn.Module) -> dict[str, torch.Tensor]:
         | attention_parameters(layer.cross_attention, "multihead_attn")
         | norm_and_feed_forward_parameters(layer)
     )
+
+
+def torch_twin(module: nn.Module, num_heads: int) -> nn.MultiheadAttention:
+    """An nn.MultiheadAttention holding a copy of the module's W_Q, W_K, W_V and W_O with their biases."""
+    d_model = module.query.in_features
+    twin = nn.MultiheadAttention(d_model, num_heads, batch_first=True)
+    with torch.no_grad():
+        twin.in_proj_weight.copy_(torch.cat([module.query.weight, module.key.weight, module.value.weight]))
+        twin.in_proj_bias.copy_(torch.cat([module.query.bias, module.key.bias, module.value.bias]))
+        twin.out_proj.weight.copy_(module.output.weight)
+        twin.out_proj.bias.copy_(module.output.bias)
+    return twin.eval()

@@ -142,6 +142,12 @@ def add_class_folder(sub: argparse.ArgumentParser) -> None:
 def add_limits(sub: argparse.ArgumentParser, cell_timeout: float = CELL_TIMEOUT) -> None:
     sub.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="parallel grading processes")
     sub.add_argument("--cell-timeout", type=float, default=cell_timeout, help="seconds per cell")
+    sub.add_argument(
+        "--job-timeout",
+        type=float,
+        default=None,
+        help="seconds per (student, assignment) in all (default: a few times the notebook's normal graded run)",
+    )
     sub.add_argument("--memory-gib", type=float, default=MEMORY_LIMIT / 2**30, help="memory per kernel (GiB)")
 
 
@@ -156,7 +162,13 @@ def add_sandbox_choice(sub: argparse.ArgumentParser) -> None:
 
 def limits(args: argparse.Namespace, sandbox: bool) -> Limits:
     memory = int(args.memory_gib * 2**30)
-    return Limits(cell_timeout=args.cell_timeout, memory=memory, workers=max(1, args.workers), sandbox=sandbox)
+    return Limits(
+        cell_timeout=args.cell_timeout,
+        memory=memory,
+        workers=max(1, args.workers),
+        sandbox=sandbox,
+        job_timeout=args.job_timeout,
+    )
 
 
 class SandboxUnavailable(Exception):

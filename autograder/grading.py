@@ -24,6 +24,7 @@ notebook 07 autogrades under a 512 MiB data limit, and needs about 1.5 GiB of ad
 """
 
 import contextlib
+import json
 import math
 import os
 import shutil
@@ -48,6 +49,7 @@ from autograder.repository import this_python_first
 from autograder.verification.findings import (
     ExtraFile,
     Finding,
+    JobTimedOut,
     NotGraded,
     NotGradedByNbgrader,
     NotOfThisAssignment,
@@ -59,6 +61,14 @@ from autograder.verification.sandbox import Sandbox
 
 NO_END = "did not finish within"  # what the log says of an nbgrader run that had to be stopped
 START_UP_ALLOWANCE = 120.0  # seconds for nbgrader and its kernel to start, on top of the cells' limits
+# A job's time limit, unless the instructor sets one (--job-timeout): this many times its notebook's graded run as
+# benchmarks/grading_times.py measured it (normal_runs.json beside this file), and at least the floor, which
+# leaves room for a busy machine's start-up. An assignment the file does not know gets the fallback.
+JOB_TIME_FACTOR = 5
+JOB_TIME_FLOOR = 300.0
+JOB_TIME_FALLBACK = 900.0
+NORMAL_RUNS = Path(__file__).with_name("normal_runs.json")
+PROGRESS = "running.json"  # in a job's scratch folder: the cell being run (JudgedExecute.progress_file)
 # Files nbgrader's exchange puts beside a submission: when it was submitted, and the secret that feedback is released
 # under (nbgrader release_feedback reads it from feedback/, which generate_feedback copies from autograded/).
 NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")
@@ -79,6 +89,14 @@ class Limits:
     memory: int = MEMORY_LIMIT
     workers: int = os.cpu_count() or 1
     sandbox: bool = True  # False only when the instructor chose --no-sandbox
+    job_timeout: float | None = None  # seconds a (student, assignment) may take in all; None: job_time_limit's
+
+    def job_time_limit(self, assignment: str) -> float:
+        """Seconds a job of ``assignment`` may take in all: the instructor's, else a few times a normal run."""
+        if self.job_timeout is not None:
+            return self.job_timeout
+        normal = json.loads(NORMAL_RUNS.read_text(encoding="utf-8")).get(assignment)
+        return max(JOB_TIME_FLOOR, JOB_TIME_FACTOR * normal) if normal else JOB_TIME_FALLBACK
 
 
 @dataclass(frozen=True)
@@ -278,6 +296,7 @@ def run_nbgrader(job: Job, scratch: Path) -> str:
         job.student,
         "--force",
         f"--ExecutePreprocessor.timeout={math.ceil(job.limits.cell_timeout)}",  # nbgrader takes whole seconds
+        f"--JudgedExecute.progress_file={scratch / PROGRESS}",
     ]
     command += [f"--GradingSandbox.enabled={job.limits.sandbox}", f"--GradingSandbox.memory={job.limits.memory}"]
     process = subprocess.Popen(
@@ -288,7 +307,7 @@ def run_nbgrader(job: Job, scratch: Path) -> str:
         for path in (job.root / "source" / job.assignment).glob("*.ipynb")
         for cell in nbformat.read(path, as_version=4).cells
     )
-    deadline = START_UP_ALLOWANCE + code_cells * job.limits.cell_timeout
+    deadline = min(START_UP_ALLOWANCE + code_cells * job.limits.cell_timeout, job.limits.job_time_limit(job.assignment))
     try:
         return process.communicate(timeout=deadline)[0]
     except subprocess.TimeoutExpired:
@@ -320,6 +339,8 @@ def grade_notebook(job: Job, scratch: Path, source_path: Path, log: str) -> Note
         result.notes.append(NotSubmitted(source_path.name))
     elif result.graded_by_nbgrader:
         unjudged = not verification_of(autograded_path, result)
+    elif NO_END in log:  # stopped at the job's time limit: running it again would take as long
+        result.notes.append(job_timed_out(scratch, source_path.stem, job.limits.job_time_limit(job.assignment)))
     else:  # nbgrader gave up on it (its kernel died, or it is no notebook): the sealed run says what happened
         released = nbformat.read(job.root / "release" / job.assignment / source_path.name, as_version=4)
         sandbox = Sandbox(memory=job.limits.memory) if job.limits.sandbox else None
@@ -331,6 +352,17 @@ def grade_notebook(job: Job, scratch: Path, source_path: Path, log: str) -> Note
         name = grade_id(cell)
         result.tests.append(test_result(cell, scores.get(name), in_kernel.get(name), unjudged, result))
     return result
+
+
+def job_timed_out(scratch: Path, notebook: str, seconds: float) -> Finding:
+    """What the report says of a notebook whose job was stopped at its time limit: the cell it was running."""
+    try:
+        running = json.loads((scratch / PROGRESS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        running = {}
+    if running.get("notebook") != notebook:  # it stopped in another notebook of the assignment, or before any cell
+        return JobTimedOut("", "", seconds)
+    return JobTimedOut(running["cell"], running["whose"], seconds)
 
 
 def verification_of(autograded_path: Path, result: NotebookResult) -> bool:

@@ -1,18 +1,25 @@
-"""Time the autograder on this machine: N synthetic students × every notebook, each (student, notebook) through
-nbgrader and the sealed verification; graded one at a time in the sandbox and without it, alternating, then in
-parallel in the sandbox.
+"""Time the course's grading against plain nbgrader on this machine, notebook by notebook, side by side.
 
-    .venv/bin/python benchmarks/grading_times.py [--students N] [--workers W] [--rounds R]
+    .venv/bin/python benchmarks/grading_times.py [--students N] [--rounds R] [--write-normal-runs]
 
-Each synthetic student hands in every notebook with every exercise solved, so that every cell runs in full.
-Prints seconds per (student, notebook) for each way of grading, the sandbox's cost per job, where the time goes,
-and the speed-up of parallel over sequential grading. A benchmark, not a test: the figures quoted in README.md
-come from here.
+Each synthetic student hands in every notebook with every exercise solved, so that every cell runs in full. For
+each notebook, alternating in every round (so that a machine getting busier costs both alike):
+
+- **plain nbgrader**: ``nbgrader autograde`` with nbgrader's own preprocessors, no sandbox and no judge: the kernel
+  runs the test cells, hidden tests included;
+- **the course's grading**: ``class autograde`` with one worker: the kernel in the sandbox, the test cells in the
+  judge, a scratch copy of the gradebook per job and the report.
+
+Prints seconds per (student, notebook) for both, their ratio, and where the course's time goes (nbgrader's run,
+of which the judge's share). With --write-normal-runs it writes each notebook's graded run, as the course grades
+it, into autograder/normal_runs.json: the default time limit of a grading job is a few times that
+(grading.JOB_TIME_FACTOR). A benchmark, not a test: the figures quoted in the docs come from here.
 """
 
 import argparse
-import os
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -20,14 +27,47 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from autograder.class_folder import ClassFolder  # noqa: E402
-from autograder.grading import Limits, Outcome  # noqa: E402
-from autograder.repository import assignments  # noqa: E402
+from autograder.grading import CELL_TIMEOUT, NORMAL_RUNS, Limits, Outcome  # noqa: E402
+from autograder.repository import assignments, this_python_first  # noqa: E402
 from autograder.submissions import filled_in, solution_code  # noqa: E402
 
+# nbgrader's own autograde steps (nbgrader.converters.autograde), in place of the course's.
+PLAIN = """
+c.Autograde.autograde_preprocessors = [
+    "nbgrader.preprocessors.Execute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+"""
 
-def timed(class_folder: ClassFolder, workers: int, sandbox: bool) -> tuple[float, list[Outcome]]:
+
+def class_with_solutions(root: Path, students: int) -> ClassFolder:
+    class_folder = ClassFolder.create(root)
+    class_folder.write_student_versions()
+    for assignment in assignments():
+        solved = filled_in(class_folder.released(assignment), solution_code(assignment))
+        for number in range(students):
+            class_folder.submit(f"student-{number:03d}", assignment, solved)
+    return class_folder
+
+
+def plain_nbgrader(class_folder: ClassFolder, assignment: str) -> float:
+    """Seconds for nbgrader alone to autograde every student's notebook of the assignment."""
+    command = [sys.executable, "-m", "nbgrader", "autograde", assignment, "--force"]
+    command.append(f"--ExecutePreprocessor.timeout={int(CELL_TIMEOUT)}")
     start = time.perf_counter()
-    outcomes = class_folder.autograde(limits=Limits(workers=workers, sandbox=sandbox))
+    subprocess.run(command, cwd=class_folder.root, env=this_python_first(), capture_output=True, check=True)
+    return time.perf_counter() - start
+
+
+def course_grading(class_folder: ClassFolder, assignment: str, students: int) -> tuple[float, list[Outcome]]:
+    pairs = [(f"student-{number:03d}", assignment) for number in range(students)]
+    start = time.perf_counter()
+    outcomes = class_folder.autograde(pairs, Limits(workers=1))
     seconds = time.perf_counter() - start
     assert all(test.points == test.max_points for outcome in outcomes for test in outcome.tests), "not full marks"
     return seconds, outcomes
@@ -35,43 +75,38 @@ def timed(class_folder: ClassFolder, workers: int, sandbox: bool) -> tuple[float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--students", type=int, default=2, help="synthetic students (default 2)")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="parallel workers (default: CPUs)")
-    parser.add_argument("--rounds", type=int, default=2, help="sequential rounds with and without the sandbox")
+    parser.add_argument("--students", type=int, default=1, help="synthetic students (default 1)")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per notebook (default 2)")
+    parser.add_argument("--write-normal-runs", action="store_true", help=f"write {NORMAL_RUNS.name}")
     args = parser.parse_args()
-    sandboxed, bare = [], []
+    rows, normal = [], {}
     with tempfile.TemporaryDirectory() as scratch:
-        class_folder = ClassFolder.create(Path(scratch) / "class")
-        class_folder.write_student_versions()
+        course = class_with_solutions(Path(scratch) / "course", args.students)
+        plain = class_with_solutions(Path(scratch) / "plain", args.students)
+        with open(plain.root / "nbgrader_config.py", "a", encoding="utf-8") as config:
+            config.write(PLAIN)
+        print(f"{args.students} student(s), {args.rounds} alternating round(s); seconds per (student, notebook)")
+        print(f"{'notebook':32s} {'nbgrader':>9s} {'course':>8s} {'ratio':>6s}   course: nbgrader's run, judge")
         for assignment in assignments():
-            solved = filled_in(class_folder.released(assignment), solution_code(assignment))
-            for number in range(args.students):
-                class_folder.submit(f"student-{number:03d}", assignment, solved)
-        pairs = args.students * len(assignments())
-        for _ in range(args.rounds):  # alternating, so that a machine getting busier costs both alike
-            seconds, outcomes = timed(class_folder, workers=1, sandbox=True)
-            sandboxed.append(seconds)
-            bare.append(timed(class_folder, workers=1, sandbox=False)[0])
-        parallel, _ = timed(class_folder, workers=args.workers, sandbox=True)
-    sequential, without = statistics.mean(sandboxed), statistics.mean(bare)
-    print(f"{args.students} students × {len(assignments())} notebooks = {pairs} (student, notebook) pairs")
-    print(
-        f"sequential, sandboxed (1 worker):  {sequential:7.1f} s, {sequential / pairs:5.2f} s per (student, notebook)"
-    )
-    print(f"sequential, no sandbox (1 worker): {without:7.1f} s, {without / pairs:5.2f} s per (student, notebook)")
-    cost = (sequential - without) / pairs
-    print(
-        f"the sandbox's cost: {cost:+.2f} s per (student, notebook), {100 * cost * pairs / without:+.1f}% "
-        f"(rounds: {', '.join(f'{s:.1f}/{b:.1f}' for s, b in zip(sandboxed, bare, strict=True))} s)"
-    )
-    print(f"parallel, sandboxed ({args.workers} workers): {parallel:7.1f} s, {parallel / pairs:5.2f} s per pair")
-    print(f"speed-up: {sequential / parallel:.2f}× on {os.cpu_count()} CPUs")
-    print("\nwhere one job's time goes when grading sequentially in the sandbox (mean seconds, last round):")
-    for assignment in assignments():
-        jobs = [outcome.seconds for outcome in outcomes if outcome.assignment == assignment]
-        nbgrader = statistics.mean(job["nbgrader"] for job in jobs)
-        verification = statistics.mean(job["verification"] for job in jobs)
-        print(f"  {assignment:32s} nbgrader {nbgrader:5.1f} s   sealed verification {verification:5.1f} s")
+            bare, ours, jobs = [], [], []
+            for _ in range(args.rounds):
+                bare.append(plain_nbgrader(plain, assignment) / args.students)
+                seconds, outcomes = course_grading(course, assignment, args.students)
+                ours.append(seconds / args.students)
+                jobs += [outcome.seconds for outcome in outcomes]
+            run = statistics.mean(job["nbgrader"] + job["verification"] for job in jobs)
+            judge = statistics.mean(job["verification"] for job in jobs)
+            rows.append((statistics.mean(bare), statistics.mean(ours)))
+            normal[assignment] = round(run, 1)
+            print(
+                f"{assignment:32s} {rows[-1][0]:9.1f} {rows[-1][1]:8.1f} {rows[-1][1] / rows[-1][0]:6.2f}"
+                f"   {run:5.1f}, {judge:4.1f}"
+            )
+    bare_total, ours_total = sum(row[0] for row in rows), sum(row[1] for row in rows)
+    print(f"{'all 12 notebooks':32s} {bare_total:9.1f} {ours_total:8.1f} {ours_total / bare_total:6.2f}")
+    if args.write_normal_runs:
+        NORMAL_RUNS.write_text(json.dumps(normal, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {NORMAL_RUNS}")
 
 
 if __name__ == "__main__":

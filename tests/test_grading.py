@@ -1,12 +1,12 @@
 """Every assignment graded as an instructor grades it, in a class folder outside the checkout, through the
-autograder's parallel path: nbgrader autogrades each (student, assignment) in a worker process, in the grading
-sandbox, the sealed verification checks it again, and the results are written into the class gradebook.
+autograder's parallel path: nbgrader autogrades each (student, assignment) in a worker process, the student's code
+in the grading sandbox and the test cells in the judge, and the results are written into the class gradebook.
 
 For every assignment: the solved student version (full marks, nothing to report), the untouched one (zero) and a
-submission of one kept wrong answer per exercise, on which nbgrader's kernel, the report and the gradebook agree
-with the sealed run (each wrong answer loses exactly its exercise's points, with the message that names the
-mistake). That the sealed run takes its points from every kept wrong answer is proven in test_wrong_answers.py;
-the sample submissions, honest, tampered, faulty and hostile, in test_grading_samples.py.
+submission of one kept wrong answer per exercise, on which the autograded notebook, the report and the gradebook
+agree (each wrong answer loses exactly its exercise's points, with the message that names the mistake). That the
+judge takes its points from every kept wrong answer is proven in test_wrong_answers.py; the sample submissions,
+honest, tampered, faulty and hostile, in test_grading_samples.py.
 """
 
 from dataclasses import dataclass
@@ -68,7 +68,7 @@ def test_solutions_get_full_marks_and_nothing_to_report(graded, assignment):
     row = graded.grades["solutions", assignment]
     assert failed_in_nbgrader(graded.class_folder, "solutions", assignment) == {}
     assert float(row["score"]) == float(row["max_score"]) > 0
-    assert graded.outcomes["solutions", assignment].messages == []  # the sealed run finds nothing amiss
+    assert graded.outcomes["solutions", assignment].messages == []  # the judge finds nothing amiss
 
 
 @pytest.mark.parametrize("assignment", assignments())
@@ -93,16 +93,16 @@ def test_untouched_student_versions_get_zero_and_fail_every_test(graded, assignm
 
 
 @pytest.mark.parametrize("assignment", assignments())
-def test_nbgrader_and_the_sealed_run_agree_on_wrong_answers(graded, assignment):
-    """A submission of one wrong answer per exercise: nbgrader's kernel fails exactly those exercises' tests, with
-    the messages that name the mistakes (as the sealed run does, test_wrong_answers.py), the report says so, and
-    the gradebook takes off exactly those tests' points."""
+def test_wrong_answers_lose_their_points_in_the_notebook_the_report_and_the_gradebook(graded, assignment):
+    """A submission of one wrong answer per exercise: the autograded notebook fails exactly those exercises' tests,
+    with the messages that name the mistakes (as in the wrong answers' trials, test_wrong_answers.py), the report
+    says so, and the gradebook takes off exactly those tests' points."""
     submission = graded.wrong[assignment]
     failed = failed_in_nbgrader(graded.class_folder, submission.student, assignment)
     assert set(failed) == {answer.test_cell for answer in submission.wrong_answers}
     reported = {test.name: test.message for test in graded.outcomes[submission.student, assignment].tests}
     for answer in submission.wrong_answers:
-        assert answer.message in failed[answer.test_cell].text, f"nbgrader's kernel: {failed[answer.test_cell]}"
+        assert answer.message in failed[answer.test_cell].text, f"autograded: {failed[answer.test_cell]}"
         assert answer.message in reported[answer.test_cell]
     points = points_by_test(submission.notebooks)
     lost = sum(points[answer.test_cell] for answer in submission.wrong_answers)

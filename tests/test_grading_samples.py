@@ -16,7 +16,7 @@ from autograder.grading import Limits, Outcome
 from autograder.report import class_summary
 from autograder.repository import NOTEBOOKS, assignments
 from autograder.samples import DAEMON_MARKER, SNOOPED, Assignment, Sample, reports, samples
-from autograder.verification.findings import Unreadable
+from autograder.verification.findings import JobTimedOut, Unreadable
 from class_records import (
     assert_feedback_hides_tests_and_machine_paths,
     class_files,
@@ -130,3 +130,17 @@ def test_a_submission_nbgrader_could_not_grade_is_named_and_its_student_told_why
     page = graded.class_folder.root / "feedback" / "sample-malformed" / FIRST / NOT_GRADED_FEEDBACK
     shown = " ".join(feedback_text(page).split())  # the report's lines are wrapped
     assert " ".join(unreadable.text.split()) in shown
+
+
+def test_a_job_past_its_time_limit_is_stopped_and_names_the_cell_it_was_running(tmp_path):
+    """Cells that each stay within the cell limit but together outlast the job's: the job is stopped at its limit,
+    the submission counts as not graded (autograde exits non-zero) and the report names the cell."""
+    first = Assignment.of(FIRST, RELEASED_FIRST)
+    sleepy = {answer: f"{first.solutions[answer]}\n\nimport time\n\ntime.sleep(18)\n" for answer in first.answers}
+    class_folder = ClassFolder.create(tmp_path / "course")
+    class_folder.write_student_versions([FIRST])
+    class_folder.submit("sleeper", FIRST, {first.notebook: first.notebook_with(**sleepy)})
+    (outcome,) = class_folder.autograde(limits=Limits(cell_timeout=CELL_TIMEOUT, job_timeout=40.0, workers=1))
+    assert not outcome.graded and "COULD NOT BE GRADED" in class_summary([outcome])
+    (stopped,) = [finding for finding in outcome.findings if isinstance(finding, JobTimedOut)]
+    assert stopped.cell and stopped.cell in stopped.text and "40 s" in stopped.text, stopped

@@ -178,6 +178,24 @@ class NotGradedByNbgrader(Finding):
 
 
 @dataclass(frozen=True)
+class JobTimedOut(Finding):
+    """The whole graded run of the notebook took longer than the job's time limit, and was stopped."""
+
+    cell: str  # the cell it was running ("" when not known)
+    whose: str  # "student", "course" or "test": whose code the cell holds
+    seconds: float
+
+    @property
+    def text(self) -> str:
+        where = {"student": your_cell(self.cell), "test": f"the test {self.cell}"}.get(self.whose, self.cell)
+        stopped = f"was stopped while running {where}" if self.cell else "was stopped"
+        return (
+            f"your code ran too long: the notebook's graded run took longer than {self.seconds:g} s in all (the "
+            f"grading job's time limit) and {stopped}"
+        )
+
+
+@dataclass(frozen=True)
 class NotVerified(Finding):
     @property
     def text(self) -> str:

@@ -19,6 +19,7 @@ preprocessors in its list:
 Both read the one ``GradingSandbox`` setting: grading without the sandbox is the instructor's explicit choice.
 """
 
+import json
 import math
 import shutil
 import socket
@@ -33,7 +34,7 @@ import nbformat
 from jupyter_client.kernelspec import KernelSpec
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Bool, Enum, Int
+from traitlets import Bool, Enum, Int, Unicode
 from traitlets.config import Configurable
 
 from autograder.cells import grade_id, is_answer, is_test, key, label
@@ -118,6 +119,11 @@ class JudgedExecute(Execute):
     # Once the last cell has run, the kernel is killed rather than asked to exit: nothing of the student's should
     # run after the tests (atexit hooks included), and asking costs about a second per notebook graded.
     shutdown_kernel = Enum(["graceful", "immediate"], default_value="immediate").tag(config=True)
+    progress_file = Unicode(
+        "",
+        help="A file that names the cell being run, rewritten before each cell runs, so that a grader that stops "
+        "a run past its time limit can say where it was (grading.py). Empty: none.",
+    ).tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         names = resources["nbgrader"]
@@ -157,22 +163,38 @@ class JudgedExecute(Execute):
         return manager
 
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "code" and is_test(cell):
+        if cell.cell_type != "code":
+            return cell, resources
+        if is_test(cell):
             self._after = label(cell)
+            self.running(label(cell), "test")
             return self.judge_cell(cell, index), self.resources
+        self.running(*self.whose(cell))
         start = time.perf_counter()
         cell, resources = super().preprocess_cell(cell, resources, index)
         self.note_failure(cell, timed_out=time.perf_counter() - start >= self.timeout)
         return cell, resources
 
+    def whose(self, cell) -> tuple[str, str]:
+        """How the report names a code cell, and whose it is: the student's (an answer cell, or one they added)
+        or the course's."""
+        if key(cell) not in self._known:
+            return f"the cell you added after {self._after}", "student"
+        return label(cell), "student" if is_answer(cell) else "course"
+
+    def running(self, cell: str, whose: str) -> None:
+        if self.progress_file:
+            notebook = self.resources["nbgrader"]["notebook"]
+            Path(self.progress_file).write_text(json.dumps({"notebook": notebook, "cell": cell, "whose": whose}))
+
     def note_failure(self, cell, timed_out: bool) -> None:
         """A finding for one of the student's cells that failed: an answer cell, or one they added."""
-        if key(cell) in self._known and not is_answer(cell):
-            self._after = label(cell)
+        name, whose = self.whose(cell)
+        if whose == "course":
+            self._after = name
             return
-        name = label(cell) if key(cell) in self._known else f"the cell you added after {self._after}"
         errors = [output for output in cell.get("outputs", []) if output.output_type == "error"]
-        if cell.cell_type != "code" or not errors:
+        if not errors:
             return
         if timed_out:  # nbclient interrupted it (KeyboardInterrupt), or gave up on it (CellTimeoutError)
             self._verdict.findings.append(TimedOut(name, self.timeout))

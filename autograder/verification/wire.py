@@ -22,6 +22,9 @@ from dataclasses import dataclass
 HEADER = struct.Struct("<Q")  # the length of what follows
 TAG = "§"  # marks a tagged container or value in the JSON; a dict's keys are never bare, so no clash is possible
 MAX_MESSAGE = 2**28  # bytes: a larger message is a broken or hostile stream (the checks' tensors are far smaller)
+# Bytes of a message's JSON at most: its structure, without the tensors' bytes. Decoding JSON builds a Python object
+# per number, so a message of a few hundred MiB of it could take the judge's memory and seconds past the deadline.
+MAX_STRUCTURE = 2**24
 
 
 class WireError(ValueError):
@@ -99,6 +102,8 @@ def decode(message: bytes):
     """The plain value of a message made by ``encode``; WireError for anything else."""
     try:
         (length,) = HEADER.unpack_from(message, 0)
+        if length > MAX_STRUCTURE:
+            raise WireError(f"a message whose structure takes {length} bytes")
         header = json.loads(message[HEADER.size : HEADER.size + length].decode("utf-8"))
         tree, tensor_headers = header
         offset = HEADER.size + length

@@ -2,17 +2,17 @@
 
     .venv/bin/python benchmarks/grading_times.py [--students N] [--rounds R] [--write-normal-runs]
 
-Each synthetic student hands in every notebook with every exercise solved, so that every cell runs in full. For
-each notebook, alternating in every round (so that a machine getting busier costs both alike):
+Each synthetic student hands in every notebook with every exercise solved, so that every cell runs in full. In
+each round, one after the other (alternating, so that a machine getting busier costs both alike), the whole class:
 
-- **plain nbgrader**: ``nbgrader autograde`` with nbgrader's own preprocessors, no sandbox and no judge: the kernel
-  runs the test cells, hidden tests included;
+- **plain nbgrader**: ``nbgrader autograde`` of each assignment with nbgrader's own preprocessors, no sandbox and no
+  judge: the kernel runs the test cells, hidden tests included;
 - **the course's grading**: ``class autograde`` with one worker: the kernel in the sandbox, the test cells in the
   judge, a scratch copy of the gradebook per job and the report.
 
-Prints seconds per (student, notebook) for both, their ratio, and where the course's time goes (nbgrader's run,
-of which the judge's share). With --write-normal-runs it writes each notebook's graded run, as the course grades
-it, into autograder/normal_runs.json: the default time limit of a grading job is a few times that
+Prints seconds per (student, notebook) for both and their ratio, then per notebook where the course's time goes
+(nbgrader's run, of which the judge's share). With --write-normal-runs it writes each notebook's graded run, as
+the course grades it, into autograder/normal_runs.json: the default time limit of a grading job is a few times that
 (grading.JOB_TIME_FACTOR). A benchmark, not a test: the figures quoted in the docs come from here.
 """
 
@@ -56,7 +56,7 @@ def class_with_solutions(root: Path, students: int) -> ClassFolder:
 
 
 def plain_nbgrader(class_folder: ClassFolder, assignment: str) -> float:
-    """Seconds for nbgrader alone to autograde every student's notebook of the assignment."""
+    """Seconds for nbgrader alone to autograde every student's notebook of the assignment, in one command."""
     command = [sys.executable, "-m", "nbgrader", "autograde", assignment, "--force"]
     command.append(f"--ExecutePreprocessor.timeout={int(CELL_TIMEOUT)}")
     start = time.perf_counter()
@@ -64,10 +64,10 @@ def plain_nbgrader(class_folder: ClassFolder, assignment: str) -> float:
     return time.perf_counter() - start
 
 
-def course_grading(class_folder: ClassFolder, assignment: str, students: int) -> tuple[float, list[Outcome]]:
-    pairs = [(f"student-{number:03d}", assignment) for number in range(students)]
+def course_grading(class_folder: ClassFolder) -> tuple[float, list[Outcome]]:
+    """Seconds for the course to grade the whole class, every notebook, in one batch with one worker."""
     start = time.perf_counter()
-    outcomes = class_folder.autograde(pairs, Limits(workers=1))
+    outcomes = class_folder.autograde(limits=Limits(workers=1))
     seconds = time.perf_counter() - start
     assert all(test.points == test.max_points for outcome in outcomes for test in outcome.tests), "not full marks"
     return seconds, outcomes
@@ -75,35 +75,39 @@ def course_grading(class_folder: ClassFolder, assignment: str, students: int) ->
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--students", type=int, default=1, help="synthetic students (default 1)")
-    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per notebook (default 2)")
+    parser.add_argument("--students", type=int, default=2, help="synthetic students (default 2)")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds (default 2)")
     parser.add_argument("--write-normal-runs", action="store_true", help=f"write {NORMAL_RUNS.name}")
     args = parser.parse_args()
-    rows, normal = [], {}
+    plain_seconds = {assignment: [] for assignment in assignments()}
+    course_seconds, jobs = [], []
     with tempfile.TemporaryDirectory() as scratch:
         course = class_with_solutions(Path(scratch) / "course", args.students)
         plain = class_with_solutions(Path(scratch) / "plain", args.students)
         with open(plain.root / "nbgrader_config.py", "a", encoding="utf-8") as config:
             config.write(PLAIN)
-        print(f"{args.students} student(s), {args.rounds} alternating round(s); seconds per (student, notebook)")
-        print(f"{'notebook':32s} {'nbgrader':>9s} {'course':>8s} {'ratio':>6s}   course: nbgrader's run, judge")
-        for assignment in assignments():
-            bare, ours, jobs = [], [], []
-            for _ in range(args.rounds):
-                bare.append(plain_nbgrader(plain, assignment) / args.students)
-                seconds, outcomes = course_grading(course, assignment, args.students)
-                ours.append(seconds / args.students)
-                jobs += [outcome.seconds for outcome in outcomes]
-            run = statistics.mean(job["nbgrader"] + job["verification"] for job in jobs)
-            judge = statistics.mean(job["verification"] for job in jobs)
-            rows.append((statistics.mean(bare), statistics.mean(ours)))
-            normal[assignment] = round(run, 1)
-            print(
-                f"{assignment:32s} {rows[-1][0]:9.1f} {rows[-1][1]:8.1f} {rows[-1][1] / rows[-1][0]:6.2f}"
-                f"   {run:5.1f}, {judge:4.1f}"
-            )
-    bare_total, ours_total = sum(row[0] for row in rows), sum(row[1] for row in rows)
-    print(f"{'all 12 notebooks':32s} {bare_total:9.1f} {ours_total:8.1f} {ours_total / bare_total:6.2f}")
+        for _ in range(args.rounds):  # alternating, so that a machine getting busier costs both alike
+            for assignment in assignments():
+                plain_seconds[assignment].append(plain_nbgrader(plain, assignment))
+            seconds, outcomes = course_grading(course)
+            course_seconds.append(seconds)
+            jobs += outcomes
+    pairs = args.students * len(assignments())
+    bare = sum(statistics.mean(times) for times in plain_seconds.values()) / pairs
+    ours = statistics.mean(course_seconds) / pairs
+    print(f"{args.students} students × {len(assignments())} notebooks, {args.rounds} alternating rounds, one worker")
+    print(f"seconds per (student, notebook): plain nbgrader {bare:.2f}, the course {ours:.2f}, ratio {ours / bare:.2f}")
+    print(
+        "\nper notebook: plain nbgrader; the course's nbgrader run (kernel in the sandbox, judge), of which the judge"
+    )
+    normal = {}
+    for assignment in assignments():
+        runs = [outcome.seconds for outcome in jobs if outcome.assignment == assignment]
+        run = statistics.mean(job["nbgrader"] + job["verification"] for job in runs)
+        judge = statistics.mean(job["verification"] for job in runs)
+        mean_plain = statistics.mean(plain_seconds[assignment]) / args.students
+        normal[assignment] = round(run, 1)
+        print(f"  {assignment:32s} {mean_plain:5.1f}   {run:5.1f}, {judge:4.1f}")
     if args.write_normal_runs:
         NORMAL_RUNS.write_text(json.dumps(normal, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {NORMAL_RUNS}")

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -132,8 +133,10 @@ class JudgedExecute(Execute):
         self._assignment = names["assignment"]
         self._tests = {grade_id(cell): cell.source for cell in source.cells if is_test(cell)}
         self._known = {key(cell) for cell in source.cells}
-        course_cells = [cell.source for cell in source.cells if is_course_code(cell)]
-        self._imports = course_imports(course_cells)
+        # The judge imports what the course's cells import (PyTorch, the checks: seconds) while the kernel starts.
+        importing = ThreadPoolExecutor(1, thread_name_prefix="judge-imports")
+        self._imports = importing.submit(course_imports, [cell.source for cell in source.cells if is_course_code(cell)])
+        importing.shutdown(wait=False)
         self._verdict, self._judging, self._after = sealed_run.SealedVerdict(), 0.0, "the top"
         self._folders = [Path(tempfile.mkdtemp(prefix="kernel-")), Path(tempfile.mkdtemp(prefix="kernel-settings-"))]
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -142,6 +145,7 @@ class JudgedExecute(Execute):
         try:
             super().preprocess(nb, resources, km)
         finally:
+            self._imports.result()  # whatever happened, the imports end before the judge's folders go
             self._listener.close()
             for folder in self._folders:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -209,7 +213,7 @@ class JudgedExecute(Execute):
             cell.outputs = [error_output(NOT_A_TEST, "the instructor's notebook has no test of this name")]
             return cell
         start, found, served = time.perf_counter(), {}, threading.Event()
-        judging = threading.Thread(target=lambda: found.update(run=self.judged(source, served)))
+        judging = threading.Thread(target=self.judging, args=(source, served, found))
         judging.start()
         serve = nbformat.v4.new_code_cell(SERVE_JUDGE.format(address=str(self._folders[0] / "judge")))
         timeout, self.timeout = self.timeout, math.ceil(self.timeout + 3 * INTERRUPT_GRACE)
@@ -221,6 +225,8 @@ class JudgedExecute(Execute):
             served.set()
             judging.join()
             self._judging += time.perf_counter() - start
+        if "error" in found:  # the autograder's own fault: nbgrader reports the notebook as not graded
+            raise found["error"]
         run: TestRun = found["run"]
         failure = self._verdict.judged(grade_id(cell), run, self.timeout)
         printed = [output for output in serve.outputs if output.output_type in ("stream", "display_data")]
@@ -230,6 +236,12 @@ class JudgedExecute(Execute):
             printed.append(error_output(*failure))
         cell.outputs, cell.execution_count = printed, serve.get("execution_count")
         return cell
+
+    def judging(self, source: str, served: threading.Event, found: dict) -> None:
+        try:
+            found["run"] = self.judged(source, served)
+        except BaseException as error:  # noqa: B036 - handed to the main thread, which raises it
+            found["error"] = error
 
     def judged(self, source: str, served: threading.Event) -> TestRun:
         """The judge's run of one test cell, against the kernel that connects to it (in another thread). The kernel
@@ -241,7 +253,7 @@ class JudgedExecute(Execute):
         group = self.km.provisioner.pgid
         with connection:
             descriptor = connection.fileno()
-            judge = Judge(descriptor, descriptor, group, self.timeout, INTERRUPT_GRACE, self._imports)
+            judge = Judge(descriptor, descriptor, group, self.timeout, INTERRUPT_GRACE, self._imports.result())
             try:
                 run = judge.run_test(source)
                 judge.clock.start()

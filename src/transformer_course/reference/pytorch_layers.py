@@ -2,46 +2,22 @@
 parameters under the names PyTorch's layers give them.
 
 Support code of the reference modules and of the checks that copy a learner's weights into PyTorch's layers. It
-belongs to no notebook and reveals no exercise, so every student release holds it (autograder/release.py).
+belongs to no notebook and reveals no exercise, so every student release holds it (autograder/release.py), and the
+grading sandbox shows it to every student's process.
 """
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 __all__ = [
     "decoder_layer_parameters",
     "encoder_layer_parameters",
     "norm_and_feed_forward_parameters",
-    "pytorch_attention",
     "pytorch_mask",
     "pytorch_masks",
     "sharing_parameters",
     "torch_twin",
 ]
-
-
-def pytorch_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, mask: torch.Tensor | None, scale: float | None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(outputs, weights) from F.scaled_dot_product_attention, which gives a query with no visible key zero
-    weights and a zero output. The checks' oracle, and the computation of notebook 02's reference attention.
-
-    mask and scale are keyword-only and required, so that it fits no exercise's call: it is not an answer to import.
-    """
-    if k.shape[-2] != v.shape[-2]:
-        # PyTorch's own kernel for 4-D inputs may accept this and return numbers: refuse it here instead.
-        raise ValueError(
-            f"attention: {k.shape[-2]} keys but {v.shape[-2]} values (k {tuple(k.shape)}, v {tuple(v.shape)}). "
-            "Every key needs its value: take k and v from the same sequence."
-        )
-    n_k = k.shape[-2]
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
-    identity = torch.eye(n_k, dtype=q.dtype).expand(*batch, n_k, n_k)  # (..., n_k, n_k)
-    # With the identity as values, each output row is that query's row of weights.
-    weights = F.scaled_dot_product_attention(q, k, identity, attn_mask=mask, scale=scale)  # (..., n_q, n_k)
-    outputs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)  # (..., n_q, d_v)
-    return outputs, weights
 
 
 def pytorch_mask(mask: torch.Tensor | None, batch: int, n_q: int, n_k: int, num_heads: int) -> torch.Tensor | None:

@@ -243,6 +243,8 @@ def grade(job: Job) -> Outcome:
     start = time.perf_counter()
     log = run_nbgrader(job, scratch)
     outcome.seconds["nbgrader"] = time.perf_counter() - start
+    if NO_END in log:  # stopped at the job's limit: what nbgrader had written of its autograde is not a grade
+        shutil.rmtree(scratch / "autograded" / job.student / job.assignment, ignore_errors=True)
     for source_path in sorted((job.root / "source" / job.assignment).glob("*.ipynb")):
         outcome.notebooks.append(grade_notebook(job, scratch, source_path, log))
     outcome.seconds["verification"] = sum(notebook.verification_seconds for notebook in outcome.notebooks)

@@ -1,14 +1,12 @@
-"""Sealed verification: a submission's graded tests run again where the student's code cannot reach the verdict.
+"""The sealed run: a notebook run in two processes of the course's own, the student's code apart from the judge.
 
-Anything that runs in the student's kernel can be forged by the student's code in that kernel: it can replace
-``torch.allclose`` or a check, swallow the test's exception, rewrite later cells before IPython runs them, or
-print "passed". So once nbgrader's kernel has run a submission, and before nbgrader saves its scores
-(``nbgrader_steps.SealedVerification``, a step of nbgrader's autograde), the course builds a program from the
-instructor's source notebook, in the source's order (the course's cells and the test cells, hidden tests
-included, from the source; the answer cells, and any cells the student added, from the submission) and runs it
-in two processes: the student's code in a fresh one of its own (``student.py``), in the grading sandbox unless
-the instructor chose none, and the test cells in the judge (``judge.py``), here, which asks the student's process
-for the learner's values. A process that dies passes nothing that was not judged before.
+Grading itself runs the judge against nbgrader's kernel (``nbgrader_steps.JudgedExecute``). The sealed run does
+the same without nbgrader: it builds a program from the instructor's source notebook, in the source's order (the
+course's cells and the test cells, hidden tests included, from the source; the answer cells, and any cells the
+student added, from the submission) and runs the student's code in a fresh process of its own (``student.py``),
+in the grading sandbox unless the instructor chose none, and the test cells in the judge (``judge.py``), here.
+The course uses it where nbgrader's kernel died, for the report to say what ended it, and to try the kept wrong
+answers (tests/test_wrong_answers.py). A process that dies passes nothing that was not judged before.
 """
 
 import contextlib

@@ -110,8 +110,8 @@ class Job:
 
 
 @dataclass(frozen=True)
-class KernelFailure:
-    """How a test cell failed in nbgrader's kernel."""
+class ShownFailure:
+    """How a test cell of the autograded notebook shows its failure: the judge's error."""
 
     error_type: str  # the class name of its first error: NotImplementedYet, CheckFailed, TimeoutError
     text: str  # every error it showed, as "Type: message"
@@ -382,7 +382,7 @@ def verification_of(autograded_path: Path, result: NotebookResult) -> bool:
 
 
 def test_result(
-    cell, score: float | None, error: KernelFailure | None, unjudged: bool, result: NotebookResult
+    cell, score: float | None, error: ShownFailure | None, unjudged: bool, result: NotebookResult
 ) -> TestResult:
     """A test's final score: nbgrader's, of the outputs the judge gave its cell; nothing where no judge ran."""
     test = TestResult(grade_id(cell), points(cell), score or 0.0)
@@ -413,14 +413,14 @@ def scores_in(scratch: Path, job: Job, notebook: str) -> dict[str, float | None]
         return {grade.name: grade.auto_score for grade in submission.grades}
 
 
-def failures_in(autograded: Path) -> dict[str, KernelFailure]:
-    """For each test cell that failed in nbgrader's run: the error it showed."""
+def failures_in(autograded: Path) -> dict[str, ShownFailure]:
+    """For each test cell that failed in the autograded notebook: the error it shows."""
     failures = {}
     for cell in nbformat.read(autograded, as_version=4).cells:
         errors = [output for output in cell.get("outputs", []) if output.output_type == "error"]
         if is_test(cell) and errors:
             text = "\n".join(f"{error.ename}: {error.evalue}" for error in errors)
-            failures[grade_id(cell)] = KernelFailure(errors[0].ename, text)
+            failures[grade_id(cell)] = ShownFailure(errors[0].ename, text)
     return failures
 
 

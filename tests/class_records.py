@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.class_folder import LEDGER, REPORTS, ClassFolder
-from autograder.grading import KernelFailure, failures_in
+from autograder.grading import ShownFailure, failures_in
 from autograder.repository import NOTEBOOKS, REPO, SOLUTIONS
 from autograder.submissions import solution_code
 
@@ -25,7 +25,7 @@ def grades(class_folder: ClassFolder) -> list[dict[str, str]]:
         return list(csv.DictReader(file))
 
 
-def failed_in_nbgrader(class_folder: ClassFolder, student: str, assignment: str) -> dict[str, KernelFailure]:
+def failed_in_nbgrader(class_folder: ClassFolder, student: str, assignment: str) -> dict[str, ShownFailure]:
     """Each test cell that failed in nbgrader's run of the student's notebooks, with the error it showed."""
     folder = class_folder.root / "autograded" / student / assignment
     return {test: error for path in sorted(folder.glob("*.ipynb")) for test, error in failures_in(path).items()}

@@ -85,14 +85,14 @@ class ChangedCell(Finding):
         return self.what
 
 
-# --- the sealed run (sealed_run.py) --------------------------------------------------------------------------
+# --- the student's cells, in nbgrader's kernel (nbgrader_steps.py) or the sealed run (sealed_run.py) ---------
 
 
 @dataclass(frozen=True)
 class CellFailed(Finding):
-    """One of the student's cells raised in the sealed run."""
+    """One of the student's cells raised."""
 
-    cell: str  # its grade_id, or how the sealed run names a cell the student added
+    cell: str  # its grade_id, or "the cell you added after ..."
     error_type: str  # the exception's class name
     message: str
 
@@ -212,7 +212,7 @@ class NotGraded(Finding):
 
 
 def your_cell(name: str) -> str:
-    """A student's cell as the report names it: by its exercise, or as the sealed run described one they added."""
+    """A student's cell as the report names it: by its exercise, or as "the cell you added after ..."."""
     return name if name.startswith("the cell") else f"your cell {name}"
 
 

@@ -13,10 +13,12 @@ tried.
 """
 
 import contextlib
+import functools
 import importlib
 import importlib.util
 import inspect
 import io
+import itertools
 import json
 import signal
 import sys
@@ -27,6 +29,7 @@ from pathlib import Path
 
 INSTRUCTOR_PACKAGE = Path(__file__).resolve().parent.parent / "src" / "transformer_course"
 ALIAS = "instructor_course"
+MAX_FILLINGS = 12  # ways to fill one candidate's keyword-only arguments
 SECONDS_PER_CALL = 20  # a candidate that makes a check loop forever counts as failing it, not as hanging the test
 
 
@@ -85,6 +88,92 @@ def quiet_and_limited() -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+def constants(function: Callable) -> list:
+    """The plain constants that a function's code holds (its strings and numbers), nested functions' included: the
+    values a student would try for its keyword-only arguments, having read it."""
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    found, pending = [], [code] if code else []
+    while pending:
+        code = pending.pop()
+        for value in code.co_consts:
+            if hasattr(value, "co_consts"):
+                pending.append(value)
+            elif type(value) in (str, int, float) and value not in found and len(str(value)) < 40:
+                found.append(value)
+    return found
+
+
+def required_keywords(candidate: Callable) -> list[str]:
+    try:
+        parameters = inspect.signature(candidate).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+
+
+def keyword_fillings(candidate: Callable) -> list[dict]:
+    """Ways to fill the candidate's required keyword-only arguments: None, booleans and the constants of its code
+    (of its __init__ for a class), at most MAX_FILLINGS of them."""
+    names = required_keywords(candidate)
+    if not names:
+        return []
+    source = candidate.__init__ if inspect.isclass(candidate) else candidate
+    values = [None, True, False, *constants(source)]
+    return [dict(zip(names, chosen, strict=True)) for chosen in itertools.product(values, repeat=len(names))][
+        :MAX_FILLINGS
+    ]
+
+
+def first_of_result(function: Callable) -> Callable:
+    """The function's result, or its first element when it returns a tuple (an oracle's (outputs, weights))."""
+
+    @functools.wraps(function)
+    def first(*args, **kwargs):
+        result = function(*args, **kwargs)
+        return result[0] if type(result) is tuple and result else result
+
+    return first
+
+
+def wrapped_forms(name: str, candidate: Callable) -> dict[str, Callable]:
+    """The candidate as a student who read its source could use it: as it is, with its keyword-only arguments
+    filled in (a class: subclassed to fill them), and, for a function, taking the first of what it returns."""
+    forms = {name: candidate}
+    for filling in keyword_fillings(candidate):
+        label = f"{name}({', '.join(f'{key}={value!r}' for key, value in filling.items())})"
+        if inspect.isclass(candidate):
+            forms[label] = type(candidate.__name__, (candidate,), {"__init__": filled_init(candidate, filling)})
+        else:
+            forms[label] = filled_call(candidate, filling)
+    if not inspect.isclass(candidate):
+        forms |= {f"{label}[0]": first_of_result(form) for label, form in list(forms.items())}
+    return forms
+
+
+def filled_call(function: Callable, filling: dict) -> Callable:
+    """The function with its keyword-only arguments filled in; positional arguments past its own fill them first
+    (``attention(q, k, v, mask)`` for ``f(q, k, v, *, mask, scale)``)."""
+    positional = [
+        p.name
+        for p in inspect.signature(function).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+
+    @functools.wraps(function)
+    def filled(*args, **kwargs):
+        extra = dict(zip(filling, args[len(positional) :], strict=False))
+        return function(*args[: len(positional)], **{**filling, **extra, **kwargs})
+
+    return filled
+
+
+def filled_init(cls: type, filling: dict) -> Callable:
+    def __init__(self, *args, **kwargs):  # noqa: N807 (a subclass's __init__)
+        cls.__init__(self, *args, **{**filling, **kwargs})
+
+    return __init__
+
+
 def passes(check: Callable, candidate: Callable) -> bool:
     try:
         with quiet_and_limited():
@@ -110,13 +199,14 @@ def set_up_cells_fail(release: Path) -> list[str]:
 def main(release: Path, first: int) -> None:
     for failure in set_up_cells_fail(release):
         print(f"SET-UP FAILS {failure}", flush=True)
-    candidates = released_callables(release / "src" / "transformer_course")
+    released = released_callables(release / "src" / "transformer_course")
+    candidates = {label: form for name, value in released.items() for label, form in wrapped_forms(name, value).items()}
     checks = instructor_checks(first)  # after the release's modules are loaded: it shares its reference modules
     for candidate_name, candidate in candidates.items():
         for check_name, check in checks.items():
             if passes(check, candidate):
                 print(f"PASSES {check_name}: {candidate_name}", flush=True)
-    print(f"tried {len(candidates)} callables on {len(checks)} checks")
+    print(f"tried {len(candidates)} forms of {len(released)} callables on {len(checks)} checks")
 
 
 if __name__ == "__main__":

@@ -224,6 +224,7 @@ def check_single_head_attention(SingleHeadAttention: type, seed: int = 0) -> Non
         call = "SingleHeadAttention(d_model=6, d_k=4, d_v=5)"
         module = built_with_seed(SingleHeadAttention, 6, 4, 5, seed=seed, call=call)
         _check_projections(module)
+        _set_projections(module, seed)
         x = seeded_randn(2, 3, 6, seed=seed)  # (batch, n_q=3, d_model)
         context = seeded_randn(2, 7, 6, seed=seed + 1)  # (batch, n_k=7, d_model)
         _check_module_on(module, x, None, None, "module(x)", seed)
@@ -249,6 +250,16 @@ def _check_projections(module: nn.Module) -> None:
                 f"SingleHeadAttention(d_model=6, d_k=4, d_v=5): self.{name} maps {layer.in_features} → "
                 f"{layer.out_features} features; it should map d_model={d_in} → {d_out}."
             )
+
+
+def _set_projections(module: nn.Module, seed: int) -> None:
+    """Give the projections' weights seeded values, the same whatever the order in which the learner created them,
+    so that the expected results of a correct module depend on the check's seed alone. Biases stay as they are: a
+    bias of zeros is no mistake."""
+    with torch.no_grad():
+        for number, name in enumerate(("query", "key", "value")):
+            layer = getattr(module, name)
+            layer.weight.copy_(seeded_randn(*layer.weight.shape, seed=seed + 10 + number))
 
 
 def _check_module_on(module: nn.Module, x, context, mask, call: str, seed: int) -> None:

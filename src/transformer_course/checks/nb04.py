@@ -26,14 +26,13 @@ from . import (
     seeded_randn,
     shape_of,
 )
+from .recordings import oracle
 
 
+@oracle
 def real_positions(lengths: torch.Tensor, *, max_len: int | None) -> torch.Tensor:
     """The oracle of padding masks: (batch, 1, max_len), True at the real positions, from PyTorch's own padding
-    utility; max_len None means the longest length.
-
-    max_len is keyword-only and required, so that the oracle fits no exercise's call: it is not an answer to import.
-    """
+    utility; max_len None means the longest length."""
     sizes = [int(length) for length in lengths]
     max_len = max(sizes, default=0) if max_len is None else max_len
     rows = [torch.ones(size, dtype=torch.bool) for size in sizes]
@@ -41,11 +40,9 @@ def real_positions(lengths: torch.Tensor, *, max_len: int | None) -> torch.Tenso
     return padded[:, None, :]
 
 
+@oracle
 def visible_to_causal_attention(*, n: int) -> torch.Tensor:
-    """The oracle of causal masks: (n, n), True where PyTorch's causal attention lets query i see key j.
-
-    n is keyword-only, so that the oracle fits no exercise's call: it is not an answer to import.
-    """
+    """The oracle of causal masks: (n, n), True where PyTorch's causal attention lets query i see key j."""
     zeros = torch.zeros(n, 1)  # equal scores, so every visible key gets weight > 0
     return F.scaled_dot_product_attention(zeros, zeros, torch.eye(n), is_causal=True) > 0
 
@@ -117,9 +114,10 @@ def _random_padding_cases(seed: int) -> list[tuple[torch.Tensor, int | None]]:
 
 @learner_facing
 def check_causal_mask(causal_mask: Callable, seed: int = 0) -> None:
-    """Check the causal mask against a table and PyTorch's is_causal attention."""
+    """Check the causal mask against a table and PyTorch's is_causal attention, for fixed sizes and one drawn from
+    the seed."""
     table = torch.tensor([[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.bool)
-    for n in (4, 1, 7, 0):
+    for n in (4, 1, 7, 0, 8 + seed % 7):
         expected = table if n == 4 else visible_to_causal_attention(n=n) if n else torch.ones(0, 0, dtype=torch.bool)
         mask = _expect_boolean(call_learner(causal_mask, n, call=f"causal_mask({n})"), "causal_mask", (n, n))
         if n > 1 and torch.equal(mask, expected.tril(-1)):

@@ -5,6 +5,7 @@ formula; closed-form values (position 0 is 0, 1, 0, 1, ...); the shift property 
 """
 
 import math
+import random
 from collections.abc import Callable
 
 import torch
@@ -21,19 +22,23 @@ from . import (
     seeded_randn,
     shape_of,
 )
+from .recordings import oracle
+
+# The exponent of column j's angle, as the notebook defines it ("2i/d") and as common mistakes write it.
+EXPONENTS = {"2i/d": lambda j, d: 2 * (j // 2) / d, "i/d": lambda j, d: (j // 2) / d, "j/d": lambda j, d: j / d}
 
 
+@oracle
 def encoding_by_formula(
-    length: int, d: int, *, n: float, first_position: int = 0, exponent: Callable = lambda j, d: 2 * (j // 2) / d
+    length: int, d: int, *, n: float, first_position: int = 0, exponent: str = "2i/d"
 ) -> torch.Tensor:
     """P(k, 2i) = sin(k / n^(2i/d)), P(k, 2i+1) = cos(k / n^(2i/d)), one entry at a time, shape (length, d).
 
-    ``first_position`` and ``exponent`` (of column j) let the checks reproduce common mistakes and name them. The
-    base n is keyword-only and required, so that the oracle fits no exercise's call: it is not an answer to import.
+    ``first_position`` and ``exponent`` (a key of EXPONENTS) let the checks reproduce common mistakes and name them.
     """
 
     def entry(k: int, j: int) -> float:
-        angle = (k + first_position) / n ** exponent(j, d)
+        angle = (k + first_position) / n ** EXPONENTS[exponent](j, d)
         return math.sin(angle) if j % 2 == 0 else math.cos(angle)
 
     return torch.tensor([[entry(k, j) for j in range(d)] for k in range(length)], dtype=torch.float32)
@@ -44,8 +49,11 @@ def encoding_by_formula(
 
 @learner_facing
 def check_sinusoidal_encoding(sinusoidal_encoding: Callable, seed: int = 0) -> None:
-    """Check the vectorised encoding entry by entry, for several lengths, sizes and bases n."""
-    for length, d, n in [(10, 8, None), (50, 16, 100.0), (1, 2, None), (7, 6, 10000.0), (33, 64, 500.0)]:
+    """Check the vectorised encoding entry by entry, for several lengths, sizes and bases n, and one of each drawn
+    from the seed."""
+    rng = random.Random(seed)
+    drawn = (rng.randint(2, 40), 2 * rng.randint(1, 20), float(rng.randint(50, 20000)))
+    for length, d, n in [(10, 8, None), (50, 16, 100.0), (1, 2, None), (7, 6, 10000.0), (33, 64, 500.0), drawn]:
         args = (length, d) if n is None else (length, d, n)
         call = f"sinusoidal_encoding({', '.join(map(str, args))})"
         encoding = expect_tensor(
@@ -69,11 +77,11 @@ def _diagnose(encoding: torch.Tensor, length: int, d: int, n: float, call: str) 
             "cosine in column 2i+1 of the same frequency",
         ),
         (
-            encoding_by_formula(length, d, n=n, exponent=lambda j, d: (j // 2) / d),
+            encoding_by_formula(length, d, n=n, exponent="i/d"),
             "the exponent uses i/d; it is 2i/d, where 2i is the even column of the pair",
         ),
         (
-            encoding_by_formula(length, d, n=n, exponent=lambda j, d: j / d),
+            encoding_by_formula(length, d, n=n, exponent="j/d"),
             "the cosine column 2i+1 uses its own index in the exponent; both columns of a pair share 2i/d",
         ),
         (encoding_by_formula(length, d, n=n, first_position=1), "positions start at 1; the first position is k = 0"),

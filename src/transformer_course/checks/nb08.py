@@ -26,6 +26,7 @@ from . import (
     passed,
     seeded_randn,
 )
+from .recordings import oracle
 
 PAD, BOS, EOS = 0, 1, 2  # as in transformer_course.data.translation
 
@@ -109,9 +110,9 @@ def _check_loss_values(sequence_loss, seed: int, pad_id: int) -> None:
     expect_close(loss.detach(), _cross_entropy(logits * 1000, target, pad_id=pad_id, smoothing=0.1), call, atol=1e-3)
 
 
+@oracle
 def _cross_entropy(logits, target, *, pad_id: int, smoothing: float, **options) -> torch.Tensor:
-    """The oracle: F.cross_entropy over every position. pad_id and smoothing are keyword-only, so that it fits no
-    exercise's call: it is not an answer to import."""
+    """The oracle: F.cross_entropy over every position."""
     flat_logits, flat_target = logits.reshape(-1, logits.shape[-1]), target.reshape(-1)
     return F.cross_entropy(flat_logits, flat_target, ignore_index=pad_id, label_smoothing=smoothing, **options)
 
@@ -151,11 +152,16 @@ def _check_gradient(loss, leaf: torch.Tensor, target, pad_id: int, smoothing: fl
             "use .item(), .detach() or torch.tensor(...) on the way?"
         )
     (gradient,) = torch.autograd.grad(loss, leaf)
-    reference_leaf = leaf.detach().clone().requires_grad_()
-    (expected,) = torch.autograd.grad(
-        _cross_entropy(reference_leaf, target, pad_id=pad_id, smoothing=smoothing), reference_leaf
-    )
+    expected = _cross_entropy_gradient(leaf, target, pad_id=pad_id, smoothing=smoothing)
     expect_close(gradient, expected, f"{call}: the gradient with respect to the logits")
+
+
+@oracle
+def _cross_entropy_gradient(logits, target, *, pad_id: int, smoothing: float) -> torch.Tensor:
+    """The gradient of the oracle's loss with respect to the logits."""
+    leaf = logits.detach().clone().requires_grad_()
+    (gradient,) = torch.autograd.grad(_cross_entropy(leaf, target, pad_id=pad_id, smoothing=smoothing), leaf)
+    return gradient
 
 
 # Exercise 3 ---------------------------------------------------------------------------------------------

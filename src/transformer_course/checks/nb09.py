@@ -5,8 +5,9 @@ counts recounted by a plain loop over positions; every learned merge recounted a
 Hugging Face ``tokenizers`` library's BPE model, built from the same merges, for encoding; Python's own UTF-8 codec
 (``str.encode``, ``bytes.decode`` with ``errors="replace"``) for the bytes.
 
-The plain loops below take a required keyword-only argument, the variant (often a mistake) to reproduce, so that none
-of them fits an exercise's call: they are not answers to import.
+The plain loops below answer exercises of this notebook, so they are marked ``@oracle``: a student release holds
+their recorded results, not their code (``recordings.py``). Their keyword-only argument names the variant (often a
+mistake) to reproduce.
 """
 
 import collections
@@ -17,12 +18,14 @@ from collections.abc import Callable
 from tokenizers import Tokenizer, models
 
 from . import CheckFailed, call_learner, earlier_exercises_replaced, learner_facing, passed
+from .recordings import oracle
 
 FIRST_NEW_ID = 256  # merge i creates id 256 + i: ids 0 … 255 are the bytes
 # Pieces of the checks' random texts: 1- to 4-byte characters, a combining accent, runs of one letter, common words.
 PIECES = ("a", "a", "b", "ab", " ", " ", "the ", "ing", "é", "€", "🙂", "漢字", "e\u0301", "aaaa", "\n")
 
 
+@oracle
 def pair_counts(ids: list[int], *, overlapping: bool) -> dict[tuple[int, int], int]:
     """Each adjacent pair and its count, in the order of first occurrence, by a loop over positions.
 
@@ -38,6 +41,7 @@ def pair_counts(ids: list[int], *, overlapping: bool) -> dict[tuple[int, int], i
     return dict(counts)
 
 
+@oracle
 def _merged(ids: list[int], pair: tuple[int, int], *, new_id: int) -> list[int]:
     """ids with each occurrence of pair, found from the left without overlaps, replaced by new_id."""
     out, position = [], 0
@@ -60,6 +64,7 @@ def _most_frequent(counts: dict[tuple[int, int], int]) -> tuple[int, int]:
     return best
 
 
+@oracle
 def bpe_merges(text: str, num_merges: int, *, units: str) -> list[tuple[int, int]]:
     """The merges BPE learns from text, merge i creating id 256 + i. units="bytes" starts from the UTF-8 bytes;
     units="characters" reproduces a mistake, starting from the characters' code points."""
@@ -72,6 +77,7 @@ def bpe_merges(text: str, num_merges: int, *, units: str) -> list[tuple[int, int
     return merges
 
 
+@oracle
 def bpe_encoded(text: str, merges: list[tuple[int, int]], *, order: str) -> list[int]:
     """text's ids: its UTF-8 bytes, then each merge applied once over the whole sequence, in the given order:
     "learned" (right), "reversed" or "by count" (the pair most frequent in this text first: mistakes)."""
@@ -88,6 +94,7 @@ def bpe_encoded(text: str, merges: list[tuple[int, int]], *, order: str) -> list
     return ids
 
 
+@oracle
 def token_bytes(merges: list[tuple[int, int]]) -> list[bytes]:
     """The bytes of every id: 256 single bytes, then each merged token as the bytes of its pair."""
     table = [bytes([byte]) for byte in range(256)]

@@ -42,6 +42,7 @@ from . import (
     seeded_randn,
     shape_of,
 )
+from .recordings import oracle
 
 EPS = 1e-5  # nn.LayerNorm's default, and GPT-2's layer_norm_epsilon
 INIT_STD = 0.02  # Hugging Face's GPT-2 initialisation of the embedding tables, which the notebook asks for
@@ -532,9 +533,9 @@ def _random_language_model(vocab: int, seed: int) -> GPT2LMHeadModel:
     return model
 
 
+@oracle
 def _shifted_cross_entropy(logits: torch.Tensor, ids: torch.Tensor, *, reduction: str) -> torch.Tensor:
-    """The oracle: position t scored on token t + 1. reduction is keyword-only, so that it fits no exercise's call:
-    it is not an answer to import."""
+    """The oracle: position t scored on token t + 1."""
     return F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction=reduction)
 
 
@@ -567,9 +568,15 @@ def _check_gradient(loss: torch.Tensor, leaf: torch.Tensor, ids: torch.Tensor, c
             "use .item(), .detach() or torch.tensor(...) on the way?"
         )
     (gradient,) = torch.autograd.grad(loss, leaf)
-    reference_leaf = leaf.detach().clone().requires_grad_()
-    (expected,) = torch.autograd.grad(_shifted_cross_entropy(reference_leaf, ids, reduction="mean"), reference_leaf)
-    expect_close(gradient, expected, f"{call}: the gradient with respect to the logits")
+    expect_close(gradient, _shifted_gradient(leaf, ids), f"{call}: the gradient with respect to the logits")
+
+
+@oracle
+def _shifted_gradient(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """The gradient of the oracle's mean loss with respect to the logits."""
+    leaf = logits.detach().clone().requires_grad_()
+    (gradient,) = torch.autograd.grad(_shifted_cross_entropy(leaf, ids, reduction="mean"), leaf)
+    return gradient
 
 
 # Exercises 4 and 5: sampling --------------------------------------------------------------------------------
@@ -597,9 +604,9 @@ CLEARANCE = 1e-3  # how far every total of the most probable tokens stays from t
 DRAWS = 4000  # samples per distribution, where a check samples
 
 
+@oracle
 def _warped_by_transformers(logits: torch.Tensor, *, heat: float, keep_k: int | None, keep_mass: float | None):
-    """The oracle: transformers' warpers in generate's order (temperature, top-k, top-p), then a softmax. The
-    arguments are keyword-only and named unlike the exercise's, so that it is not an answer to import."""
+    """The oracle: transformers' warpers in generate's order (temperature, top-k, top-p), then a softmax."""
     warpers = [TemperatureLogitsWarper(float(heat))]
     if keep_k is not None:
         warpers.append(TopKLogitsWarper(top_k=keep_k))
@@ -612,9 +619,9 @@ def _warped_by_transformers(logits: torch.Tensor, *, heat: float, keep_k: int | 
     return scores.softmax(dim=-1)  # (batch, vocab)
 
 
+@oracle
 def _closed_form(logits: torch.Tensor, *, heat: float, keep_k: int | None, keep_mass: float | None):
-    """The definitions in float64, sorted by hand: (probabilities before top-p, the top-p set), both (batch, vocab).
-    Keyword-only, and float64, so that it is not an answer to import either."""
+    """The definitions in float64, sorted by hand: (probabilities before top-p, the top-p set), both (batch, vocab)."""
     scaled = logits.double() / heat  # (batch, vocab)
     if keep_k is not None and keep_k < scaled.shape[-1]:
         kth = scaled.topk(keep_k, dim=-1).values[:, -1:]  # (batch, 1)

@@ -10,8 +10,10 @@ attention. That blockwise attention never builds the n × n matrix is a fact abo
 """
 
 import contextlib
+import inspect
 import itertools
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -33,25 +35,36 @@ from . import (
     seeded_randn,
     shape_of,
 )
+from .recordings import oracle
 
 
 class RecordingCache:
-    """A correct KV cache that also records what was appended to it, for the checks of the exercises that use a
-    cache. ``appended`` is required and keyword-only, so that the class is not an answer to exercise 1."""
+    """A KV cache that records what is appended to it, for the checks of the exercises that use a cache. It hands
+    each append on to ``cache``, a correct one: so this class is no answer to exercise 1."""
 
-    def __init__(self, *, appended: list):
+    def __init__(self, cache, appended: list):
+        self.cache = cache
         self.appended = appended  # (keys, values) of every call, as given
-        self.keys = self.values = None
 
     def __len__(self) -> int:
-        return 0 if self.keys is None else self.keys.shape[-2]
+        return len(self.cache)
 
     def append(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         self.appended.append((keys.detach().clone(), values.detach().clone()))
-        both = [(keys, values)] if self.keys is None else [(self.keys, self.values), (keys, values)]
-        joined = tuple(torch.cat(parts, dim=-2) for parts in zip(*both, strict=True))
-        self.keys, self.values = joined
-        return joined
+        return self.cache.append(keys, values)
+
+
+def _recording_cache(learners: Callable, appended: list) -> RecordingCache:
+    """A recording cache around a correct empty one: the stand-in KVCache, or in a student release, which has no
+    stand-ins, the learner's own KVCache from the notebook of ``learners`` (their function)."""
+    from . import stand_ins  # None in a release; the package sets it after loading this module
+
+    if stand_ins is not None:
+        return RecordingCache(stand_ins.KVCache(), appended)
+    own = getattr(inspect.unwrap(learners), "__globals__", {}).get("KVCache")
+    if own is None:
+        raise CheckFailed("This check uses your KVCache from exercise 1, and the notebook has none: run its cell.")
+    return RecordingCache(own(), appended)
 
 
 def _chunks(total: int, seed: int) -> list[tuple[int, int]]:
@@ -148,16 +161,17 @@ def check_cached_block_forward(cached_block_forward, seed: int = 0) -> None:
     with torch.no_grad():
         expected = block(x)  # (batch, total, d_model)
     appended = []
-    cache = RecordingCache(appended=appended)
-    for start, end in _chunks(total, seed):
-        call = f"cached_block_forward(block, x[:, {start}:{end}], cache) with {start} positions cached"
-        with torch.no_grad():
-            out = call_learner(cached_block_forward, block, x[:, start:end], cache, call=call)
-        expect_tensor(out, call, (batch, end - start, D_MODEL), x.dtype)
-        _expect_appended_once(block, x[:, start:end], appended, cache, end, call)
-        if not matches(out, expected[:, start:end]):
-            _diagnose_block(block, x, start, end, out, call)
-            expect_close(out, expected[:, start:end], f"{call}, compared with the block run on the whole sequence")
+    with earlier_exercises_replaced(cached_block_forward, "KVCache"):
+        cache = _recording_cache(cached_block_forward, appended)
+        for start, end in _chunks(total, seed):
+            call = f"cached_block_forward(block, x[:, {start}:{end}], cache) with {start} positions cached"
+            with torch.no_grad():
+                out = call_learner(cached_block_forward, block, x[:, start:end], cache, call=call)
+            expect_tensor(out, call, (batch, end - start, D_MODEL), x.dtype)
+            _expect_appended_once(block, x[:, start:end], appended, cache, end, call)
+            if not matches(out, expected[:, start:end]):
+                _diagnose_block(block, x, start, end, out, call)
+                expect_close(out, expected[:, start:end], f"{call}, compared with the block run on the whole sequence")
     passed("cached_block_forward", "gives what the block gives on the whole sequence, a few positions at a time")
 
 
@@ -234,8 +248,8 @@ def check_cached_logits(cached_logits, seed: int = 0) -> None:
     ids = torch.randint(VOCAB, (batch, total), generator=torch.Generator().manual_seed(seed))  # (batch, total)
     with torch.no_grad():
         expected = model(ids)  # (batch, total, vocab)
-    caches = [RecordingCache(appended=[]) for _ in model.blocks]
-    with earlier_exercises_replaced(cached_logits, "cached_block_forward"):
+    with earlier_exercises_replaced(cached_logits, "KVCache", "cached_block_forward"):
+        caches = [_recording_cache(cached_logits, []) for _ in model.blocks]
         for start, end in _chunks(total, seed):
             call = f"cached_logits(model, ids[:, {start}:{end}], caches) with {start} positions cached"
             with torch.no_grad():
@@ -479,6 +493,13 @@ def _diagnose_outputs(blockwise_attention, q, k, v, block: int, out, *, mask, is
     )
 
 
+@oracle
+def _attention_gradients(q, k, v, *, mask, upstream: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The gradients of (attention(q, k, v) * upstream).sum() with respect to q, k and v, by PyTorch's attention."""
+    q, k, v = (tensor.detach().requires_grad_() for tensor in (q, k, v))
+    return torch.autograd.grad((_oracle(q, k, v, mask=mask, is_causal=False) * upstream).sum(), (q, k, v))
+
+
 def _check_gradients(blockwise_attention, seed: int, block: int) -> None:
     n = 3 * block + 5
     q, k, v = (tensor.requires_grad_() for tensor in _attention_inputs(seed + 5, n, n))
@@ -489,7 +510,7 @@ def _check_gradients(blockwise_attention, seed: int, block: int) -> None:
         raise CheckFailed(f"{call}: the output does not depend on q, k and v through autograd (no .detach(), .item()).")
     weights = seeded_randn(*out.shape, seed=seed + 6)
     got = torch.autograd.grad((out * weights).sum(), (q, k, v), allow_unused=True)
-    expected = torch.autograd.grad((_oracle(q, k, v, mask=mask, is_causal=False) * weights).sum(), (q, k, v))
+    expected = _attention_gradients(q, k, v, mask=mask, upstream=weights)
     for name, mine, theirs in zip("qkv", got, expected, strict=True):
         if mine is None:
             raise CheckFailed(f"{call}: the output does not depend on {name} through autograd.")

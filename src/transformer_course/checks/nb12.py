@@ -40,6 +40,7 @@ from . import (  # noqa: E402
     perturbed,
     seeded_randn,
 )
+from .recordings import oracle  # noqa: E402
 
 
 def llama_config(d_model: int, num_heads: int, num_kv_heads: int, d_hidden: int, *, eps: float, base: float):
@@ -290,6 +291,7 @@ def check_grouped_query_attention(grouped_query_attention, seed: int = 0) -> Non
     passed("grouped_query_attention", "each group of query heads shares one key/value head, in Llama's order")
 
 
+@oracle
 def _gqa_oracle(q, k, v, mask) -> tuple[torch.Tensor, str]:
     """The expected outputs, and what computed them: multi-head attention when every query head has its own key
     and value head, multi-query attention (one head's keys and values seen by all) when there is one, and PyTorch's

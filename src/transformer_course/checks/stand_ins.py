@@ -15,7 +15,6 @@ from ..reference import Decoder, DecoderLayer, EncoderLayer, FeedForward, LayerN
 from ..reference.nb10_gpt import GPTBlock, next_token_probabilities
 from . import pytorch_attention
 from .nb04 import real_positions, visible_to_causal_attention
-from .nb11 import RecordingCache
 
 __all__ = [  # by notebook: 01, 02, 03, 04, 06, 07, 09, 10, 11, 12
     "softmax",
@@ -100,11 +99,19 @@ def merge(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
     return merged
 
 
-class KVCache(RecordingCache):
-    """Notebook 11: the check's cache, which joins what is appended along the positions with torch.cat."""
+class KVCache:
+    """Notebook 11: what is appended, joined along the positions with torch.cat."""
 
     def __init__(self):
-        super().__init__(appended=[])
+        self.keys = self.values = None
+
+    def __len__(self) -> int:
+        return 0 if self.keys is None else self.keys.shape[-2]
+
+    def append(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        both = [(keys, values)] if self.keys is None else [(self.keys, self.values), (keys, values)]
+        self.keys, self.values = (torch.cat(parts, dim=-2) for parts in zip(*both, strict=True))
+        return self.keys, self.values
 
 
 def cached_block_forward(block, x, cache):

@@ -6,6 +6,8 @@ The rule: the release for assignment NN holds
   (``reference/nbMM_<assignment>.py`` for MM < NN), but never ``checks/stand_ins.py``, whose correct stand-ins
   are answers to import;
 - course.py and the files it installs from, and a short README for students.
+The checks' oracles that answer an exercise (marked ``@oracle``) come without their code, as the results they gave
+the released notebooks' visible checks (``recorded_oracles.py``).
 A reference block thus arrives only once the notebook that teaches it is due: build assignment NN's release once
 NN-1 is due (notebook 08's release holds the model of notebook 07, which it trains). A module's notebook is the
 number its name starts with (``nb06_transformer_block.py``, ``nb06.py``); a module without one belongs to none and
@@ -17,6 +19,7 @@ import re
 import shutil
 from pathlib import Path
 
+from autograder import recorded_oracles
 from autograder.repository import NOTEBOOKS, REPO, assignments
 
 PACKAGE = REPO / "src" / "transformer_course"
@@ -36,6 +39,7 @@ def build(out: Path, through: int) -> list[str]:
     for name in TOP_LEVEL_FILES:
         shutil.copy2(REPO / name, out / name)
     copy_package(out / "src" / "transformer_course", through)
+    recorded_oracles.write(out / "src" / "transformer_course" / "checks", released)
     for assignment in released:
         shutil.copytree(NOTEBOOKS / assignment, out / "notebooks" / assignment, ignore=shutil.ignore_patterns(*CACHES))
     (out / "README.md").write_text(student_readme(released), encoding="utf-8")
@@ -56,7 +60,11 @@ def copy_package(target: Path, through: int) -> None:
         relative = path.relative_to(PACKAGE)
         if path.is_file() and not is_cache(relative) and is_released(relative, through):
             (target / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, target / relative)
+            if relative.parts[0] == "checks" and path.suffix == ".py":
+                source = path.read_text(encoding="utf-8")
+                (target / relative).write_text(recorded_oracles.without_oracle_bodies(source), encoding="utf-8")
+            else:
+                shutil.copy2(path, target / relative)
 
 
 def is_cache(relative: Path) -> bool:

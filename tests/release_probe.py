@@ -1,17 +1,26 @@
-"""What a student's Python makes of a release: its notebooks' set-up cells, and every callable it holds tried as
-the answer to every check of the notebooks from NN on.
+"""What a student's Python makes of the releases: their notebooks' set-up cells, and every callable they hold tried
+as the answer to every hidden test of a notebook not yet due when it is released.
 
-    python tests/release_probe.py RELEASE NN
+    python tests/release_probe.py set-up RELEASE
+    python tests/release_probe.py callables RELEASES
 
-Run by tests/test_release.py in a process of its own with PYTHONPATH=RELEASE/src and no install, so that the
-released package is ``transformer_course`` exactly as a student's notebook imports it. First it runs the first code
-cell (the set-up: the imports) of every released notebook; then it tries the callables. The judges are the
-instructor's checks, loaded from this repository under another name, so that a check of a notebook the release
-does not hold judges too, with the correct stand-ins of earlier exercises in place. It prints a line for each
-set-up cell that failed and for each callable that passed a check (none of either, when all is well), then what it
-tried.
+Run by tests/test_release.py in a process of its own with PYTHONPATH=RELEASE/src (for ``callables``, the src of the
+last release in the folder RELEASES, which holds release-01 … release-NN) and no install, so that the released
+package is ``transformer_course`` exactly as a student's notebook imports it.
+
+``set-up`` runs the first code cell (the set-up: the imports) of every notebook of the release and prints a line for
+each that failed. ``callables`` tries every function and class of the last release, as it is and wrapped as a
+student who read it would (keyword-only arguments filled in, the first of a pair), against the hidden tests of the
+notebooks from the first release that holds its module on: the releases nest, each holding what the one before
+it holds, so the last one has every callable, with the most recorded oracle results. The judges are the hidden tests'
+calls of the instructor's checks (the solution notebooks' ``nb01.check_softmax(softmax, seed=2718)``, with another
+seed than the visible check's, whose oracles' results a release holds), loaded from this repository under another
+name, with the correct stand-ins of earlier exercises in place. It prints a line for each callable that passed a
+test (none, when all is well), then what it tried.
 """
 
+import ast
+import collections
 import contextlib
 import functools
 import importlib
@@ -20,6 +29,7 @@ import inspect
 import io
 import itertools
 import json
+import re
 import signal
 import sys
 import traceback
@@ -27,14 +37,17 @@ import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-INSTRUCTOR_PACKAGE = Path(__file__).resolve().parent.parent / "src" / "transformer_course"
+REPOSITORY = Path(__file__).resolve().parent.parent
+INSTRUCTOR_PACKAGE = REPOSITORY / "src" / "transformer_course"
+HIDDEN_CALL = re.compile(r"^(nb\d\d)\.(check_\w+)\(\w+(.*)\)$")  # nb09.check_merge(merge, seed=1)
 ALIAS = "instructor_course"
 MAX_FILLINGS = 12  # ways to fill one candidate's keyword-only arguments
 SECONDS_PER_CALL = 20  # a candidate that makes a check loop forever counts as failing it, not as hanging the test
 
 
-def instructor_checks(first: int) -> dict[str, Callable]:
-    """The learner-facing checks of notebooks ``first`` and later, by name, from the instructor's package.
+def instructor_checks() -> dict[str, tuple[int, Callable]]:
+    """The hidden tests' calls of the checks, by their text, from the instructor's package, each with its notebook's
+    number: each takes a candidate and runs the check on it with the hidden test's arguments.
 
     The reference modules the release holds are shared with it, so that a released class is the very class a
     check expects (nb06's checks ask for a reference MultiHeadAttention by isinstance).
@@ -49,12 +62,29 @@ def instructor_checks(first: int) -> dict[str, Callable]:
     sys.modules[ALIAS] = package
     spec.loader.exec_module(package)
     checks = {}
-    for path in sorted((INSTRUCTOR_PACKAGE / "checks").glob("nb[0-9][0-9].py")):
-        if int(path.stem[2:]) >= first:
-            module = importlib.import_module(f"{ALIAS}.checks.{path.stem}")
-            learner_facing = {name: value for name, value in vars(module).items() if name.startswith("check_")}
-            checks |= {f"{path.stem}.{name}": value for name, value in learner_facing.items()}
+    for notebook, check, arguments in hidden_calls():
+        function = getattr(importlib.import_module(f"{ALIAS}.checks.{notebook}"), check)
+        label = f"{notebook}.{check}({arguments})"
+        keywords = eval(f"dict({arguments})")  # the solution notebook's own text: seed=1, peak=2.0
+        checks[label] = (int(notebook[2:]), functools.partial(run_check, function, keywords))
     return checks
+
+
+def run_check(check: Callable, keywords: dict, candidate: Callable) -> None:
+    check(candidate, **keywords)
+
+
+def hidden_calls() -> list[tuple[str, str, str]]:
+    """(module, check, keyword arguments as written) of every hidden test line of the solution notebooks."""
+    calls = []
+    for path in sorted((REPOSITORY / "solutions").glob("*/*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            source = "".join(cell["source"])
+            hidden = source.partition("### BEGIN HIDDEN TESTS")[2].partition("### END HIDDEN TESTS")[0]
+            for line in hidden.splitlines():
+                if found := HIDDEN_CALL.match(line.strip()):
+                    calls.append((found[1], found[2], found[3].lstrip(", ")))
+    return calls
 
 
 def released_callables(package: Path) -> dict[str, Callable]:
@@ -111,17 +141,39 @@ def required_keywords(candidate: Callable) -> list[str]:
     return [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
 
 
-def keyword_fillings(candidate: Callable) -> list[dict]:
-    """Ways to fill the candidate's required keyword-only arguments: None, booleans and the constants of its code
-    (of its __init__ for a class), at most MAX_FILLINGS of them."""
+def call_sites(package: Path) -> dict[str, list[dict]]:
+    """The keyword arguments with literal values that the package's code passes, by the name of the function
+    called: what a student who read the checks would pass (``encoding_by_formula(..., n=10000.0)``)."""
+    sites = collections.defaultdict(list)
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute):
+                name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+                literal = {}
+                for keyword in node.keywords:
+                    with contextlib.suppress(ValueError, TypeError, SyntaxError):
+                        literal[keyword.arg] = ast.literal_eval(keyword.value)
+                if literal and literal not in sites[name]:
+                    sites[name].append(literal)
+    return sites
+
+
+def keyword_fillings(candidate: Callable, sites: dict[str, list[dict]]) -> list[dict]:
+    """Ways to fill the candidate's required keyword-only arguments, at most MAX_FILLINGS of them: first as the
+    package's code fills them where it calls it, then with None, booleans and the constants of its code (of its
+    __init__ for a class)."""
     names = required_keywords(candidate)
     if not names:
         return []
+    called = [site for site in sites.get(candidate.__name__, ()) if set(names) <= set(site)]
     source = candidate.__init__ if inspect.isclass(candidate) else candidate
     values = [None, True, False, *constants(source)]
-    return [dict(zip(names, chosen, strict=True)) for chosen in itertools.product(values, repeat=len(names))][
-        :MAX_FILLINGS
-    ]
+    generic = [dict(zip(names, chosen, strict=True)) for chosen in itertools.product(values, repeat=len(names))]
+    unique = []
+    for filling in [*({name: site[name] for name in names} for site in called), *generic]:
+        if filling not in unique:
+            unique.append(filling)
+    return unique[:MAX_FILLINGS]
 
 
 def first_of_result(function: Callable) -> Callable:
@@ -135,11 +187,11 @@ def first_of_result(function: Callable) -> Callable:
     return first
 
 
-def wrapped_forms(name: str, candidate: Callable) -> dict[str, Callable]:
+def wrapped_forms(name: str, candidate: Callable, sites: dict[str, list[dict]]) -> dict[str, Callable]:
     """The candidate as a student who read its source could use it: as it is, with its keyword-only arguments
     filled in (a class: subclassed to fill them), and, for a function, taking the first of what it returns."""
     forms = {name: candidate}
-    for filling in keyword_fillings(candidate):
+    for filling in keyword_fillings(candidate, sites):
         label = f"{name}({', '.join(f'{key}={value!r}' for key, value in filling.items())})"
         if inspect.isclass(candidate):
             forms[label] = type(candidate.__name__, (candidate,), {"__init__": filled_init(candidate, filling)})
@@ -196,18 +248,37 @@ def set_up_cells_fail(release: Path) -> list[str]:
     return failures
 
 
-def main(release: Path, first: int) -> None:
-    for failure in set_up_cells_fail(release):
-        print(f"SET-UP FAILS {failure}", flush=True)
-    released = released_callables(release / "src" / "transformer_course")
-    candidates = {label: form for name, value in released.items() for label, form in wrapped_forms(name, value).items()}
-    checks = instructor_checks(first)  # after the release's modules are loaded: it shares its reference modules
-    for candidate_name, candidate in candidates.items():
-        for check_name, check in checks.items():
-            if passes(check, candidate):
-                print(f"PASSES {check_name}: {candidate_name}", flush=True)
-    print(f"tried {len(candidates)} forms of {len(released)} callables on {len(checks)} checks")
+def first_releases(releases: Path) -> dict[str, int]:
+    """The number of the first release that holds each module of the package, by the module's dotted name."""
+    first = {}
+    for folder in sorted(releases.glob("release-[0-9][0-9]"), reverse=True):
+        package = folder / "src" / "transformer_course"
+        for path in package.rglob("*.py"):
+            parts = path.relative_to(package.parent).with_suffix("").parts
+            first[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = int(folder.name[-2:])
+    return first
+
+
+def try_callables(releases: Path) -> None:
+    package = max(releases.glob("release-[0-9][0-9]")) / "src" / "transformer_course"
+    released, sites, first = released_callables(package), call_sites(package), first_releases(releases)
+    checks = instructor_checks()  # after the release's modules are loaded: it shares its reference modules
+    tried = 0
+    for name, value in released.items():
+        due = {label: check for label, (notebook, check) in checks.items() if notebook >= first[value.__module__]}
+        for candidate_name, candidate in wrapped_forms(name, value, sites).items():
+            tried += 1
+            for check_name, check in due.items():
+                if passes(check, candidate):
+                    print(f"PASSES {check_name}: {candidate_name}", flush=True)
+    print(f"tried {tried} forms of {len(released)} callables on {len(checks)} hidden tests")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), int(sys.argv[2]))
+    mode, folder = sys.argv[1], Path(sys.argv[2])
+    if mode == "set-up":
+        for failure in set_up_cells_fail(folder):
+            print(f"SET-UP FAILS {failure}", flush=True)
+        print("set-up cells run")
+    else:
+        try_callables(folder)

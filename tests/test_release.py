@@ -1,5 +1,6 @@
 """A student release (autograder/release.py) holds no answer: no instructor folder, no line of a solution or a hidden
-test, no callable that passes a check of a notebook not yet due; and its notebooks import without an install."""
+test, no callable that passes a hidden test of a notebook not yet due, no oracle's code; its checks compare with the
+oracles' recorded results and name the kept mistakes; and its notebooks import without an install."""
 
 import functools
 import json
@@ -12,16 +13,19 @@ from pathlib import Path
 import pytest
 
 import course
-from autograder import cli, release
+from autograder import cli, recorded_oracles, release
 from autograder.repository import NOTEBOOKS, REPO, SOLUTIONS, assignments
+from autograder.submissions import solution_code, solution_notebooks
 from transformer_course import checks
 from transformer_course.checks import CheckFailed, nb01, nb04
+from wrong_answers import of_assignment
 
 ASSIGNMENTS = assignments()
 THROUGH = range(1, len(ASSIGNMENTS) + 1)
 SECRET_REGION = re.compile(r"^[ \t]*### BEGIN (SOLUTION|HIDDEN TESTS)[ \t]*\n(.*?)^[ \t]*### END \1", re.S | re.M)
 DISTINCTIVE = 20  # non-space characters a line needs to be told apart from common code
 PROBE = Path(__file__).with_name("release_probe.py")
+AT_HOME = Path(__file__).with_name("release_at_home.py")
 PACKAGE = Path("src/transformer_course")
 INSTRUCTOR_MODULES = ("src/transformer_course/checks/stand_ins.py",)
 
@@ -52,7 +56,9 @@ def secret_lines() -> dict[str, tuple[str, int]]:
 def leaked_lines(released: Path, through: int) -> list[str]:
     """The secret lines a released file holds. A reference module of an earlier notebook may hold that
     notebook's solution lines (it is that block), but none of a notebook not yet due."""
-    text = squeezed(notebook_code(released) if released.suffix == ".ipynb" else released.read_text(encoding="utf-8"))
+    # recorded.pt is binary: a pickle keeps its strings as UTF-8, which decoding with replacement still shows.
+    content = released.read_bytes().decode("utf-8", errors="replace")
+    text = squeezed(notebook_code(released) if released.suffix == ".ipynb" else content)
     in_reference = released.parent.name == "reference"
     return [
         f"{kind} of notebook {number:02d}: {line}"
@@ -97,22 +103,74 @@ def pinned_names(requirements: Path) -> set[str]:
     return {line.split("==")[0] for line in lines if "==" in line and not line.startswith("#")}
 
 
-@pytest.mark.parametrize("through", THROUGH, ids=lambda through: f"{through:02d}")
-def test_a_release_imports_without_install_and_no_callable_in_it_passes_a_check_not_yet_due(releases, through):
-    folder = built(through, releases)
-    environment = {**os.environ, "PYTHONPATH": str(folder / "src"), "MPLBACKEND": "Agg"}
-    probe = subprocess.run(
-        [sys.executable, str(PROBE), str(folder), str(through)],
-        cwd=folder,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
+def probe(mode: str, folder: Path, src: Path) -> list[str]:
+    """What tests/release_probe.py prints in ``mode`` on ``folder``, run with the released package ``src``."""
+    environment = {**os.environ, "PYTHONPATH": str(src), "MPLBACKEND": "Agg"}
+    run = subprocess.run(
+        [sys.executable, str(PROBE), mode, str(folder)], cwd=src.parent, env=environment, capture_output=True, text=True
     )
-    assert probe.returncode == 0, probe.stderr
-    assert [line for line in probe.stdout.splitlines() if line.startswith("SET-UP FAILS")] == []
-    assert [line for line in probe.stdout.splitlines() if line.startswith("PASSES")] == []
-    assert probe.stdout.splitlines()[-1].startswith("tried")
+    assert run.returncode == 0, run.stderr
+    return run.stdout.splitlines()
+
+
+@pytest.mark.parametrize("through", THROUGH, ids=lambda through: f"{through:02d}")
+def test_a_releases_notebooks_import_without_install(releases, through):
+    folder = built(through, releases)
+    assert probe("set-up", folder, folder / "src") == ["set-up cells run"]
+
+
+def test_no_callable_of_a_release_passes_a_hidden_test_of_a_notebook_not_yet_due(releases):
+    last = max(built(through, releases) for through in THROUGH)
+    printed = probe("callables", releases, last / "src")
+    assert [line for line in printed if line.startswith("PASSES")] == []
+    assert printed[-1].startswith("tried")
+
+
+def at_home_cases(assignment: str) -> list[dict]:
+    """The visible checks of the assignment on its solved notebook, and each kept wrong answer on its own check."""
+    (source,) = solution_notebooks(assignment).values()
+    setup = next(cell.source for cell in source.cells if cell.cell_type == "code")
+    solved = {"setup": setup, "solutions": list(solution_code(assignment).values()), "answer": None}
+    tests = recorded_oracles.visible_tests(assignment)
+    cases = [{**solved, "label": f"{assignment} {test}", "test": code, "message": None} for test, code in tests.items()]
+    for answer in of_assignment(assignment):
+        case = {
+            "label": answer.label,
+            "answer": answer.source,
+            "test": tests[answer.test_cell],
+            "message": answer.message,
+        }
+        cases.append({**solved, **case})
+    return cases
+
+
+def test_a_releases_checks_compare_with_recorded_oracles_and_still_name_the_kept_mistakes(releases, tmp_path):
+    folder = built(len(ASSIGNMENTS), releases)
+    with_oracles = [assignment for assignment in ASSIGNMENTS if recorded_oracles.calls_of(assignment)]
+    assert {"01", "02", "04", "05", "08", "09", "10", "11", "12"} <= {assignment[:2] for assignment in with_oracles}
+    cases = tmp_path / "cases.json"
+    cases.write_text(json.dumps([case for assignment in with_oracles for case in at_home_cases(assignment)]))
+    environment = {**os.environ, "PYTHONPATH": str(folder / "src"), "MPLBACKEND": "Agg"}
+    run = subprocess.run(
+        [sys.executable, str(AT_HOME), str(cases)], cwd=folder, env=environment, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    assert [line for line in run.stdout.splitlines() if line.startswith("WRONG")] == []
+    assert run.stdout.splitlines()[-1].startswith("ran")
+
+
+def test_a_release_holds_no_oracle_body_and_a_call_it_did_not_record_fails_with_a_message(releases):
+    folder = built(len(ASSIGNMENTS), releases)
+    released = (folder / PACKAGE / "checks" / "nb09.py").read_text(encoding="utf-8")
+    assert "def bpe_merges(" in released and "_most_frequent(pair_counts(" not in released
+    program = (
+        "from transformer_course.checks import NotRecorded, nb09\n"
+        "try:\n    nb09.bpe_merges('not a text the checks use', 3, units='bytes')\n"
+        "except NotRecorded as failure:\n    print('NOT RECORDED', failure)\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(folder / "src")}
+    run = subprocess.run([sys.executable, "-c", program], env=environment, capture_output=True, text=True)
+    assert run.stdout.startswith("NOT RECORDED") and "the autograder's check names the mistake" in run.stdout
 
 
 def test_without_stand_ins_a_check_uses_the_learners_own_exercises_and_says_so(monkeypatch):

@@ -272,6 +272,7 @@ def test_student_notebook_01_opens_and_its_first_check_says_softmax_is_not_imple
     # Run All stops at the first error: every cell before the first exercise's visible check ran cleanly.
     expect(errors).to_have_count(1)
     expect(errors).to_contain_text("NotImplementedYet: softmax is not implemented yet")
+    expect(errors).not_to_contain_text("transformer_course")  # the message alone: no frame of the course's package
     failing_cell = notebook_panel(page).locator(".jp-CodeCell", has=page.locator(ERROR_OUTPUT))
     expect(failing_cell).to_contain_text("nb01.check_softmax(softmax)")
     show(errors)

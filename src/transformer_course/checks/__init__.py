@@ -8,7 +8,11 @@ import contextlib
 import functools
 import importlib
 import importlib.util
+import inspect
+import sysconfig
+import traceback
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -42,6 +46,27 @@ def pytorch_attention(
 
 class CheckFailed(AssertionError):
     """A check found a mistake; the message says which one and how to look for it."""
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows in place of a traceback: where the learner's own code raised, if it did, then the
+        message; never the frames of the checks, which say nothing to a learner and push the message down."""
+        cause = self.__cause__
+        lines = []
+        if cause is not None and (frames := learners_frames(cause.__traceback__)):
+            lines += ["Your code raised this:", *"".join(traceback.format_list(frames)).splitlines()]
+            lines += [f"{type(cause).__name__}: {cause}", ""]
+        return [*lines, f"{type(self).__name__}: {self}"]
+
+
+COURSE_PACKAGE = str(Path(__file__).resolve().parent.parent)
+LIBRARIES = tuple(sysconfig.get_paths()[key] for key in ("stdlib", "purelib", "platlib"))
+
+
+def learners_frames(trace) -> list[traceback.FrameSummary]:
+    """The frames of a traceback that run the learner's code: not the course's package, not Python's or a library's."""
+    return [
+        frame for frame in traceback.extract_tb(trace) if not frame.filename.startswith((COURSE_PACKAGE, *LIBRARIES))
+    ]
 
 
 class NotImplementedYet(CheckFailed):
@@ -226,8 +251,15 @@ def earlier_exercises_replaced(function: Callable, *names: str) -> Iterator[None
         return
     parts = {name: getattr(stand_ins, name) for name in names}
     lend = lender(function)
-    with lend(parts) if lend is not None else names_replaced(function, parts):
-        yield
+    if lend is not None:
+        with lend(parts):
+            yield
+    elif (namespace := learners_namespace(function)) is not None:
+        with names_replaced(namespace, parts):
+            yield
+    else:
+        with own_versions_named_on_failure(names):
+            yield
 
 
 def lender(function: Callable) -> Callable | None:
@@ -240,11 +272,19 @@ def lender(function: Callable) -> Callable | None:
     return None
 
 
+def learners_namespace(function: Callable) -> dict | None:
+    """The namespace in which the learner's ``function`` finds other names: its notebook's, through any decorator that
+    keeps ``__wrapped__`` (``functools.wraps``, ``@torch.no_grad()``, ``@torch.inference_mode()``, ``lru_cache``) and
+    from a method; None for a callable that has none (a partial, a callable object)."""
+    target = inspect.unwrap(getattr(function, "__func__", function))
+    namespace = getattr(target, "__globals__", None)
+    return namespace if isinstance(namespace, dict) else None
+
+
 @contextlib.contextmanager
-def names_replaced(function: Callable, parts: dict[str, Callable]) -> Iterator[None]:
-    """Put ``parts`` into the namespace of ``function`` and restore what was there afterwards; a name the
-    notebook lacks (its cell failed or never ended) is supplied too."""
-    namespace = getattr(function, "__globals__", {})  # a partial or a callable object has none
+def names_replaced(namespace: dict, parts: dict[str, Callable]) -> Iterator[None]:
+    """Put ``parts`` into ``namespace`` and restore what was there afterwards; a name the notebook lacks (its cell
+    failed or never ended) is supplied too."""
     absent = object()
     replaced = {name: namespace.get(name, absent) for name in parts}
     namespace.update(parts)

@@ -255,6 +255,33 @@ def beam_search_that_is_greedy(model, src, beam_size, max_len, alpha=0.6):
     return words[1:]
 
 
+@wrong_answer("beam_search", message="length counts its EOS")
+def beam_search_leaving_eos_out_of_the_length(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    alive, finished = [([BOS], 0.0)], []
+    for _ in range(max_len):
+        words = torch.tensor([hypothesis for hypothesis, _ in alive])
+        logits = model.decode(words, memory.expand(len(alive), -1, -1), target_mask(words, PAD), src_mask)
+        log_p = logits[:, -1].log_softmax(dim=-1)
+        scores = torch.tensor([score for _, score in alive])[:, None] + log_p
+        best = scores.flatten().topk(min(beam_size, scores.numel()))
+        alive = []
+        for score, index in zip(best.values.tolist(), best.indices.tolist(), strict=True):
+            hypothesis, word = divmod(index, log_p.shape[-1])
+            extended = (words[hypothesis].tolist() + [word], score)
+            (finished if word == EOS else alive).append(extended)
+        if not alive:
+            break
+
+    def words_of(hypothesis):  # the words after BOS, not counting EOS
+        return max(1, len([word for word in hypothesis if word not in (BOS, EOS)]))
+
+    best_words, _ = max(finished + alive, key=lambda h: h[1] / words_of(h[0]) ** alpha)
+    return best_words[1:]
+
+
 @wrong_answer("beam_search", message="with alpha=1, hypotheses compare by their log-probability per word")
 def beam_search_without_length_normalisation(model, src, beam_size, max_len, alpha=0.6):
     src = src[None]

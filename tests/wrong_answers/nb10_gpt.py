@@ -425,6 +425,29 @@ class GPTRepeatingOneBlock(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
+@wrong_answer("GPT", message="raised AssertionError; raise a ValueError")
+class GPTAssertingTheLength(nn.Module):
+    def __init__(self, vocab_size, block_size, d_model, num_heads, num_layers):
+        super().__init__()
+        self.block_size = block_size
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        self.position_embedding = nn.Embedding(block_size, d_model)
+        nn.init.normal_(self.token_embedding.weight, std=0.02)
+        nn.init.normal_(self.position_embedding.weight, std=0.02)
+        self.blocks = nn.ModuleList(GPTBlock(d_model, num_heads) for _ in range(num_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.lm_head.weight = self.token_embedding.weight
+
+    def forward(self, ids):
+        seq = ids.shape[1]
+        assert seq <= self.block_size, "the sequence is longer than block_size"
+        x = self.token_embedding(ids) + self.position_embedding(torch.arange(seq))
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
 @wrong_answer("GPT", message="stopped with an IndexError inside the position table")
 class GPTWithoutTheLengthCheck(nn.Module):
     def __init__(self, vocab_size, block_size, d_model, num_heads, num_layers):

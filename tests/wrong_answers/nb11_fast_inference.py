@@ -314,6 +314,48 @@ def blockwise_attention_not_rescaling_the_sum(q, k, v, mask=None, is_causal=Fals
     return out / running_sum.masked_fill(running_sum == 0, 1.0)
 
 
+@wrong_answer("blockwise_attention", message="Subtract the running maximum before exp()")
+def blockwise_attention_without_a_running_maximum(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        weights = torch.exp(scores)  # no shift: the sum of exps is the softmax's denominator all the same
+        running_sum = running_sum + weights.sum(dim=-1, keepdim=True)
+        out = out + weights @ v[..., start:end, :]
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="starting it at -inf (not at 0")
+def blockwise_attention_with_a_maximum_starting_at_zero(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.zeros(*shape, n_q, 1)  # no score is below 0 in my examples
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        weights = torch.exp(scores - new_max)
+        rescale = torch.exp(running_max - new_max)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
 @wrong_answer("blockwise_attention", message="keys are left out")
 def blockwise_attention_dropping_the_partial_block(q, k, v, mask=None, is_causal=False, block_size=64):
     n_q, n_k = q.shape[-2], k.shape[-2]

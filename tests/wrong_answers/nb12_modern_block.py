@@ -191,6 +191,59 @@ def grouped_query_attention_without_scaling(q, k, v, mask=None):
 # Exercise 5: ModernBlock ---------------------------------------------------------------------------------
 
 
+@wrong_answer("ModernBlock", message="pass eps on to both RMSNorm(d_model, eps)")
+class ModernBlockIgnoringEps(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model)  # eps left at its default
+        self.post_attention_layernorm = RMSNorm(d_model)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        x = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+@wrong_answer("ModernBlock", message="are one and the same RMSNorm")
+class ModernBlockSharingOneNorm(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        x = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
 @wrong_answer("ModernBlock", message="rotates the values too")
 class ModernBlockRotatingTheValues(nn.Module):
     def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):

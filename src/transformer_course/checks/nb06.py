@@ -56,13 +56,14 @@ def copy_layer(
     theirs.load_state_dict({name: value.detach() for name, value in parameters.items()})
 
 
-def expect_separate_norms(layer: nn.Module, norms: Sequence[str], call: str) -> None:
-    """Fail if two of the layer's norms are one and the same module (one gain and bias for two sublayers)."""
+def expect_separate_norms(layer: nn.Module, norms: Sequence[str], call: str, kind: str = "LayerNorm") -> None:
+    """Fail if two of the layer's norms are one and the same module (one set of weights for two sublayers): no
+    output can show it, since both would hold equal weights anyway, but training would tie them."""
     for first, second in itertools.combinations(norms, 2):
         if getattr(layer, first) is getattr(layer, second):
             raise CheckFailed(
-                f"{call}: self.{first} and self.{second} are one and the same LayerNorm; each sublayer has its own "
-                "norm, with its own gain and bias: create a new LayerNorm(d_model) for each."
+                f"{call}: self.{first} and self.{second} are one and the same {kind}; each sublayer has its own "
+                f"norm, with its own weights: create a new {kind}(d_model) for each."
             )
 
 

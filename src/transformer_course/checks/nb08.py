@@ -447,6 +447,12 @@ _LONG_WINS_PER_WORD = (  # alpha=1: "5 6 6 6 EOS" (-2.32 / 5 = -0.46) beats "4 E
      (5, 6, 6): {6: 0.7, EOS: 0.3}, (5, 6, 6, 6): {EOS: 0.72, 6: 0.28}},
     {EOS: 0.4, 4: 0.15, 5: 0.15, 6: 0.15, 7: 0.15},
 )  # fmt: skip
+_EOS_COUNTS = (  # alpha=1: "4 EOS" (-1.02 / 2 = -0.51) beats "5 6 6 EOS" (-2.50 / 4 = -0.63), which would win if
+    # EOS were left out of the length (-1.02 / 1 against -2.50 / 3 = -0.83)
+    {(): {4: 0.6, 5: 0.4}, (4,): {EOS: 0.6, 6: 0.4}, (5,): {6: 0.8, EOS: 0.2}, (5, 6): {6: 0.8, EOS: 0.2},
+     (5, 6, 6): {EOS: 0.32, 7: 0.68}},
+    {EOS: 0.4, 4: 0.15, 5: 0.15, 6: 0.15, 7: 0.15},
+)  # fmt: skip
 _UNFINISHED_WINS = (  # "EOS" finishes at once (p = 0.3), but "4 5 6", cut at max_len=3, is likelier (p = 0.567)
     {(): {4: 0.7, EOS: 0.3}, (4,): {5: 0.9, 6: 0.06, EOS: 0.04}, (4, 5): {6: 0.9, 7: 0.06, EOS: 0.04}},
     {EOS: 0.4, 4: 0.15, 5: 0.15, 6: 0.15, 7: 0.15},
@@ -465,6 +471,8 @@ def check_beam_search(beam_search, seed: int = 0) -> None:
         (_SHORT_OR_LONG, 2, 6, 1.0, "with alpha=1, hypotheses compare by their log-probability per word"),
         (_LONG_WINS_PER_WORD, 2, 6, 1.0, "the length in score / length**alpha counts the words after BOS, EOS "
          "included, and not BOS itself"),
+        (_EOS_COUNTS, 2, 6, 1.0, "a finished hypothesis's length counts its EOS: score / length**alpha with the "
+         "EOS among the length's words"),
         (_NEVER_ENDING, 2, 3, 0.6, "no hypothesis ends within max_len words; the best unfinished one is returned"),
         (_UNFINISHED_WINS, 2, 3, 0.6, "a hypothesis finished early, but when max_len is reached the unfinished "
          "hypotheses compete with the finished ones, and here an unfinished one scores best"),

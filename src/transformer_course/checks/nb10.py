@@ -42,6 +42,7 @@ from . import (
     seeded_randn,
     shape_of,
 )
+from .nb06 import expect_separate_norms
 from .recordings import oracle
 
 EPS = 1e-5  # nn.LayerNorm's default, and GPT-2's layer_norm_epsilon
@@ -230,11 +231,7 @@ def _expect_block_parts(block: nn.Module, d_model: int, call: str) -> None:
         norm = getattr(block, name, None)
         if not isinstance(norm, nn.Module) or not _is_layer_norm(norm, d_model):
             raise CheckFailed(f"{call} needs self.{name} = nn.LayerNorm(d_model) (or LayerNorm(d_model)).")
-    if block.ln_1 is block.ln_2:
-        raise CheckFailed(
-            f"{call}: self.ln_1 and self.ln_2 are one and the same LayerNorm; each sublayer has its own norm, with "
-            "its own gain and bias: create a new one for each."
-        )
+    expect_separate_norms(block, ("ln_1", "ln_2"), call)
     mlp = getattr(block, "mlp", None)
     if not isinstance(mlp, nn.Module):
         raise CheckFailed(f"{call} needs self.mlp, a module holding the two nn.Linear layers and the GELU.")
@@ -464,8 +461,14 @@ def _check_block_size(model: nn.Module, sizes: dict[str, int], call: str) -> Non
                 f"({error}). Check the length first and raise a ValueError that says the sequence is longer than "
                 "block_size."
             ) from None
-        except Exception:
+        except ValueError:
             return
+        except Exception as error:
+            raise CheckFailed(
+                f"{call}(ids) with {block_size + 1} tokens raised {type(error).__name__}; raise a ValueError that says "
+                "the sequence is longer than block_size (an assert is switched off by python -O, and its "
+                "AssertionError says nothing about the input being wrong)."
+            ) from None
     raise CheckFailed(
         f"{call}(ids) with {block_size + 1} tokens, one more than block_size, returned logits; it must raise a "
         "ValueError: there is no position embedding for a position past block_size - 1."

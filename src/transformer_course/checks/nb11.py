@@ -397,6 +397,27 @@ def _attention_inputs(seed: int, n_q: int, n_k: int, d: int = 8) -> tuple[torch.
     )
 
 
+def _check_large_scores(blockwise_attention, seed: int, block: int) -> None:
+    """Scores far beyond exp()'s float32 range: every score of query 0 is below -140 (exp gives 0 for all of them
+    unless the running maximum, which starts at -inf, is subtracted), every score of query 1 above 140 (exp gives
+    inf unless it is subtracted), and the other queries' scores spread over about ±200."""
+    n = 3 * block + 2
+    q, k, v = _attention_inputs(seed + 7, 6, n)
+    k[..., 0] = 2 + k[..., 0].abs()  # every key points along the first axis
+    q = 40 * q  # (2, 3, 6, 8): scores of about ±200
+    q[..., :2, :] = 0.0
+    q[..., 0, 0], q[..., 1, 0] = -200.0, 200.0  # scores ≤ -200 · 2 / √8 and ≥ 200 · 2 / √8
+    call = f"blockwise_attention(q, k, v, ..., block_size={block}) with scores beyond ±140"
+    out = _run(blockwise_attention, q, k, v, block, mask=None, is_causal=False, call=call)
+    if not matches(out, _oracle(q, k, v, mask=None, is_causal=False)):
+        raise CheckFailed(
+            f"{call} is wrong: exp() of a score above 88 is inf in float32, and of scores all below -104 is 0 for "
+            "every key, so a query's weights come out nan or 0. Subtract the running maximum before exp(), starting "
+            "it at -inf (not at 0, which leaves all-negative scores unshifted), and rescale what was summed so far "
+            "when it grows."
+        )
+
+
 def _masks(seed: int, n_q: int, n_k: int) -> dict[str, torch.Tensor]:
     """A padding mask (True at each sentence's real keys) and a full mask with one query that may see no key."""
     generator = torch.Generator().manual_seed(seed)
@@ -421,6 +442,7 @@ def check_blockwise_attention(blockwise_attention, seed: int = 0) -> None:
     _check_outputs(blockwise_attention, q, k, v, block, "is_causal=True", mask=None, is_causal=True)
     for what, mask in _masks(seed, n_k, n_k).items():
         _check_outputs(blockwise_attention, q, k, v, block, what, mask=mask, is_causal=False)
+    _check_large_scores(blockwise_attention, seed, block)
     _check_gradients(blockwise_attention, seed, block)
     _check_no_square_matrix(blockwise_attention, seed)
     passed("blockwise_attention", "equals PyTorch's attention and its gradients, and never builds the n × n scores")

@@ -40,6 +40,7 @@ from . import (  # noqa: E402
     perturbed,
     seeded_randn,
 )
+from .nb06 import expect_separate_norms  # noqa: E402
 from .recordings import oracle  # noqa: E402
 
 
@@ -350,24 +351,26 @@ def check_modern_block(ModernBlock: type, seed: int = 0) -> None:  # noqa: N803 
     multi-head sizes and two RoPE bases; then that no position sees a later one."""
     names = ("RMSNorm", "SwiGLU", "apply_rope", "grouped_query_attention")
     with earlier_exercises_replaced(ModernBlock.__init__, *names):
-        for d_model, heads, kv_heads, d_hidden, base in ((32, 4, 2, 48, 10000.0), (24, 3, 3, 40, 500.0 + seed)):
-            _check_block_case(ModernBlock, seed, d_model, heads, kv_heads, d_hidden, base)
+        # The second case's eps is large enough that a norm left at its default eps gives other outputs.
+        for case in ((32, 4, 2, 48, 10000.0, 1e-5), (24, 3, 3, 40, 500.0 + seed, 0.25)):
+            _check_block_case(ModernBlock, seed, *case)
     passed("ModernBlock", "equals transformers' LlamaDecoderLayer with the same weights, causal")
 
 
-def _check_block_case(ModernBlock, seed: int, d_model, heads, kv_heads, d_hidden, base) -> None:  # noqa: N803
-    eps = 1e-5
+def _check_block_case(ModernBlock, seed: int, d_model, heads, kv_heads, d_hidden, base, eps) -> None:  # noqa: N803
     call = f"ModernBlock({d_model}, {heads}, {kv_heads}, {d_hidden}, eps={eps}, base={base})"
     block = built_with_seed(ModernBlock, d_model, heads, kv_heads, d_hidden, eps=eps, base=base, seed=seed, call=call)
     block = perturbed(block, seed)
     config = llama_config(d_model, heads, kv_heads, d_hidden, eps=eps, base=base)
     oracle = _llama_twin(block, config, call)
+    expect_separate_norms(block, ("input_layernorm", "post_attention_layernorm"), call, kind="RMSNorm")
     x = seeded_randn(2, 9, d_model, seed=seed)  # (batch, seq, d_model)
     with torch.no_grad():
         out = call_learner(block, x, call=f"{call}(x)")
         expect_tensor(out, f"{call}(x)", x.shape, x.dtype)
         expected = _run_llama(oracle, config, x)
         if not matches(out, expected):
+            _diagnose_eps(block, x, out, call, llama_config(d_model, heads, kv_heads, d_hidden, eps=1e-6, base=base))
             _diagnose_block(block, x, out, call, heads=heads, kv_heads=kv_heads, base=base)
             expect_close(out, expected, f"{call}(x), compared with transformers' LlamaDecoderLayer", atol=1e-4)
 
@@ -408,6 +411,15 @@ def _run_llama(layer: LlamaDecoderLayer, config, x: torch.Tensor) -> torch.Tenso
         cos, sin = LlamaRotaryEmbedding(config)(x, positions)
     future = torch.full((seq, seq), torch.finfo(x.dtype).min).triu(1)[None, None]  # (1, 1, seq, seq)
     return layer(x, attention_mask=future, position_ids=positions, position_embeddings=(cos, sin))
+
+
+def _diagnose_eps(block: nn.Module, x: torch.Tensor, out: torch.Tensor, call: str, default_eps) -> None:
+    """Fail if the block computes what Llama's layer computes with RMSNorm's default eps instead of the one given."""
+    if matches(out, _run_llama(_llama_twin(block, default_eps, call), default_eps, x)):
+        raise CheckFailed(
+            f"{call}(x) gives what the layer gives with the norms' default eps, not with the eps given: pass eps on "
+            "to both RMSNorm(d_model, eps)."
+        )
 
 
 def _diagnose_block(block: nn.Module, x: torch.Tensor, out: torch.Tensor, call: str, **sizes) -> None:

@@ -213,21 +213,36 @@ def grade_own(args: argparse.Namespace) -> int:
         wanted = sorted({by_name[path.name] for path in paths})
         print(f"Grading {len(paths)} notebook(s), visible and hidden tests ...", flush=True)
         class_folder.write_student_versions(wanted)
+        students = learner_ids(paths)
         for path in paths:
-            folder = class_folder.root / "submitted" / LEARNER / by_name[path.name]
+            folder = class_folder.root / "submitted" / students[path] / by_name[path.name]
             folder.mkdir(parents=True, exist_ok=True)
             (folder / path.name).write_bytes(path.read_bytes())
         outcomes = class_folder.autograde(limits=limits(args, sandbox=reason is None))
-    results = [
-        notebook
-        for outcome in outcomes
-        for notebook in outcome.notebooks
-        if Path(notebook.name).stem in {path.stem for path in paths}
-    ]
-    print("\n\n".join(notebook_table(result) for result in results))
-    earned, possible = sum(result.points for result in results), sum(result.max_points for result in results)
+    graded = {(outcome.student, notebook.name): notebook for outcome in outcomes for notebook in outcome.notebooks}
+    results = {path: graded[students[path], path.name] for path in paths if (students[path], path.name) in graded}
+    same_names = len({path.name for path in paths}) < len(paths)
+    tables = [(f"{path}\n" if same_names else "") + notebook_table(result) for path, result in results.items()]
+    print("\n\n".join(tables))
+    earned = sum(result.points for result in results.values())
+    possible = sum(result.max_points for result in results.values())
     print(f"\nTotal: {earned:g} / {possible:g} points.")
     return 0 if earned == possible else 1
+
+
+def learner_ids(paths: list[Path]) -> dict[Path, str]:
+    """The student id each notebook is graded under in the throw-away class: one learner, unless several notebooks
+    share a file name (copies from several students), which then count as learners of their own."""
+    names = [path.name for path in paths]
+    counts: dict[str, int] = {}
+    ids = {}
+    for path in paths:
+        if names.count(path.name) == 1:
+            ids[path] = LEARNER
+        else:
+            counts[path.name] = counts.get(path.name, 0) + 1
+            ids[path] = f"{LEARNER}-{counts[path.name]}"
+    return ids
 
 
 # --- instructors ------------------------------------------------------------------------------------------

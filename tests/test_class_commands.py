@@ -73,20 +73,22 @@ def test_collect_refuses_an_unknown_assignment_before_writing_anything(tmp_path,
     assert sorted(class_folder.root.rglob("*")) == before
 
 
-def test_a_learner_grades_a_notebook_without_changing_it(tmp_path, capsys):
-    path = tmp_path / NOTEBOOK
+def test_a_learner_grades_notebooks_without_changing_them_and_copies_of_one_name_each_count(tmp_path, capsys):
+    path, copy = tmp_path / NOTEBOOK, tmp_path / "other student" / NOTEBOOK
     released = {NOTEBOOK: nbformat.read(NOTEBOOKS / FIRST / NOTEBOOK, as_version=4)}
     course = Assignment.of(FIRST, released)
     nbformat.write(course.first_unanswered(), path)
+    copy.parent.mkdir()
+    nbformat.write(released[NOTEBOOK], copy)  # nothing answered
     before = path.read_bytes()
-    assert cli.main(["grade", str(path), "--cell-timeout", "60"]) == 1  # not everything passed
+    assert cli.main(["grade", str(path), str(copy), "--cell-timeout", "60"]) == 1  # not everything passed
     assert path.read_bytes() == before
     report = capsys.readouterr().out
+    ours, theirs = report.split(f"{copy}\n")
+    assert ours.count(f"{NOTEBOOK}:") == 1 and theirs.count(f"{NOTEBOOK}: 0 /") == 1, report
     first = course.answers[0]
-    assert re.search(rf"{first}\s+0 / \d+\s+{first} is not implemented yet", report), report
-    assert all(re.search(rf"{test.removeprefix('test_')}\s+(\d+) / \1\s+✔", report) for test in course.tests[1:]), (
-        report
-    )
+    assert re.search(rf"{first}\s+0 / \d+\s+{first} is not implemented yet", ours), report
+    assert all(re.search(rf"{test.removeprefix('test_')}\s+(\d+) / \1\s+✔", ours) for test in course.tests[1:]), report
 
 
 def test_class_autograde_grades_only_new_or_changed_submissions(tmp_path, capsys):

@@ -67,6 +67,17 @@ def decode_with_a_bytearray(ids, merges):
     return out.decode("utf-8", "replace")
 
 
+def decode_with_an_incremental_decoder(ids, merges):
+    """Bytes fed to the codec one token at a time: it keeps a character's first bytes until the rest arrive."""
+    import codecs
+
+    pieces = [bytes([i]) for i in range(256)]
+    for first, second in merges:
+        pieces.append(pieces[first] + pieces[second])
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    return "".join(decoder.decode(pieces[i]) for i in ids) + decoder.decode(b"", final=True)
+
+
 def test_checks_accept_correct_answers_written_differently():
     for seed in (0, 1, 2):
         nb09.check_count_pairs(count_pairs_with_counter, seed=seed)
@@ -74,6 +85,7 @@ def test_checks_accept_correct_answers_written_differently():
         nb09.check_train_bpe(train_bpe_with_a_dict_of_merges, seed=seed)
         nb09.check_encode(encode_by_lowest_rank, seed=seed)
         nb09.check_decode(decode_with_a_bytearray, seed=seed)
+        nb09.check_decode(decode_with_an_incremental_decoder, seed=seed)
 
 
 def test_the_stand_ins_pass_their_checks():
@@ -205,3 +217,15 @@ def test_the_ids_the_notebook_quotes_are_those_of_the_tokenizers_library():
     merges = nb09.bpe_merges("banana bandana", 4, units="bytes")
     tokenizer = nb09.huggingface_bpe(merges)
     assert quoted == {text: nb09.huggingface_ids(tokenizer, text) for text in quoted}
+
+
+def test_the_mistakes_the_checks_name_are_what_they_say():
+    """The variants the diagnoses compare with: a merge scanned from the right, a greedy longest match, and one
+    replacement character per invalid byte (where bytes.decode writes one per cut-short character)."""
+    assert nb09._merged([5, 5, 5], (5, 5), new_id=9, scanned_from="right") == [5, 9]
+    assert nb09._merged([1, 2, 5, 5, 5, 1, 2], (1, 2), new_id=9, scanned_from="right") == [9, 5, 5, 5, 9]
+    merges = [(97, 97), (256, 97)]  # "aa", then "aaa"
+    assert nb09.bpe_encoded("aaaaa", merges, order="learned") == [256, 257]  # aa | aaa
+    assert nb09.bpe_encoded("aaaaa", merges, order="longest match") == [257, 256]  # aaa | aa
+    assert nb09.bpe_encoded("ba🙂", merges, order="longest match") == list("ba🙂".encode())
+    assert b"\xe2\x82".decode(errors="replace") == "\ufffd"  # one for the cut-short '€', not two

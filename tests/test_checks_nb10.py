@@ -74,6 +74,40 @@ class BlockWithTheMaskFromIndices(nn.Module):
         return x + mlp["down"](mlp["act"](mlp["up"](self.ln_2(x))))
 
 
+class BlockCallingPyTorchsAttentionByKeyword(nn.Module):
+    """nn.MultiheadAttention inside notebook 03's module called directly: query, key and value by position, the
+    mask by name with PyTorch's convention (True where a position may not attend)."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        blocked = torch.ones(seq, seq, dtype=torch.bool).triu(1)  # (seq, seq): True = may not attend
+        h = self.ln_1(x)
+        x = x + self.attention.attention(h, h, h, attn_mask=blocked, need_weights=False)[0]
+        return x + self.mlp(self.ln_2(x))
+
+
+class BlockPassingTheContextAndTheMaskByPosition(nn.Module):
+    """Notebook 03's module with all three arguments by position, forward(x, context, mask): right as it is."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        h = self.ln_1(x)
+        x = x + self.attention(h, h, torch.ones(seq, seq, dtype=torch.bool).tril())[0]
+        return x + self.mlp(self.ln_2(x))
+
+
 class GPTTiedTheOtherWay(nn.Module):
     """The embedding takes the output layer's Parameter (initialised after tying), course LayerNorm, blocks added in
     a loop, positions broadcast with a batch axis."""
@@ -113,6 +147,11 @@ def loss_with_the_vocabulary_second(logits, ids):
     return F.cross_entropy(scores, ids[:, 1:])
 
 
+def loss_summed_then_divided(logits, ids):
+    losses = F.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")  # (batch, seq - 1)
+    return losses.sum() / losses.numel()
+
+
 def loss_by_log_softmax(logits, ids):
     log_p = torch.log_softmax(logits, dim=-1)[:, :-1]  # (batch, seq - 1, vocab)
     return -log_p.gather(2, ids[:, 1:].unsqueeze(-1)).mean()
@@ -129,10 +168,13 @@ def test_checks_accept_the_reference_block_and_model():
     [
         (nb10.check_gptblock, BlockWithCourseNormsAndANamedMLP),
         (nb10.check_gptblock, BlockWithTheMaskFromIndices),
+        (nb10.check_gptblock, BlockCallingPyTorchsAttentionByKeyword),
+        (nb10.check_gptblock, BlockPassingTheContextAndTheMaskByPosition),
         (nb10.check_gpt, GPTTiedTheOtherWay),
         (nb10.check_next_token_loss, loss_by_reshape),
         (nb10.check_next_token_loss, loss_with_the_vocabulary_second),
         (nb10.check_next_token_loss, loss_by_log_softmax),
+        (nb10.check_next_token_loss, loss_summed_then_divided),
     ],
 )
 def test_checks_accept_correct_answers_written_differently(check, answer, seed):

@@ -73,6 +73,20 @@ def merge_forgetting_the_last_id(ids, pair, new_id):
     return merged
 
 
+@wrong_answer("merge", message="you found the occurrences scanning from the right")
+def merge_scanning_from_the_right(ids, pair, new_id):
+    merged = []
+    i = len(ids) - 1
+    while i >= 0:
+        if i >= 1 and (ids[i - 1], ids[i]) == pair:
+            merged.append(new_id)
+            i -= 2
+        else:
+            merged.append(ids[i])
+            i -= 1
+    return merged[::-1]
+
+
 # Exercise 3: train_bpe -----------------------------------------------------------------------------------
 
 
@@ -192,6 +206,25 @@ def encode_by_sorted_pairs(text, merges):
     return ids
 
 
+@wrong_answer("encode", message="you took the longest known token at each position")
+def encode_by_longest_match(text, merges):
+    vocab = {bytes([b]): b for b in range(256)}
+    pieces = [bytes([b]) for b in range(256)]
+    for i, (first, second) in enumerate(merges):
+        pieces.append(pieces[first] + pieces[second])
+        vocab[pieces[-1]] = 256 + i
+    data = text.encode()
+    ids = []
+    start = 0
+    while start < len(data):
+        end = len(data)
+        while data[start:end] not in vocab:  # the longest known token that starts here
+            end -= 1
+        ids.append(vocab[data[start:end]])
+        start = end
+    return ids
+
+
 # Exercise 5: decode --------------------------------------------------------------------------------------
 
 
@@ -220,3 +253,25 @@ def decode_bytes_only(ids, merges):
 @wrong_answer("decode", message="the merged ids (256 and above) were left out")
 def decode_skipping_merged_ids(ids, merges):
     return bytes(i for i in ids if i < 256).decode("utf-8", errors="replace")
+
+
+@wrong_answer("decode", message="you wrote one '\ufffd' for each byte that is not part of a valid character")
+def decode_replacing_each_invalid_byte(ids, merges):
+    vocab = [bytes([b]) for b in range(256)]
+    for first, second in merges:
+        vocab.append(vocab[first] + vocab[second])
+    data = b"".join(vocab[i] for i in ids)
+    text = ""
+    i = 0
+    while i < len(data):
+        for length in (1, 2, 3, 4):  # a UTF-8 character is 1 to 4 bytes
+            try:
+                text += data[i : i + length].decode("utf-8")
+                i += length
+                break
+            except UnicodeDecodeError:
+                pass
+        else:
+            text += "\ufffd"  # no character starts here: replace this byte
+            i += 1
+    return text

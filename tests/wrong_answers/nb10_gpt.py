@@ -183,6 +183,37 @@ class GPTBlockAddingTheAttentionsTuple(nn.Module):
         return x + self.mlp(self.ln_2(x))
 
 
+@wrong_answer("GPTBlock", message="its third positional argument, which is the value, not the attention mask")
+class GPTBlockPassingTheMaskAsTheValue(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        blocked = torch.ones(seq, seq, dtype=torch.bool).triu(1)  # nn.MultiheadAttention: True = may not attend
+        h = self.ln_1(x)
+        x = x + self.attention.attention(h, h, blocked)[0]  # PyTorch's own module, mask passed by position
+        return x + self.mlp(self.ln_2(x))
+
+
+@wrong_answer("GPTBlock", message="its second positional argument, which is the context")
+class GPTBlockPassingTheMaskAsTheContext(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        causal = torch.ones(seq, seq, dtype=torch.bool).tril()
+        x = x + self.attention(self.ln_1(x), causal)[0]
+        return x + self.mlp(self.ln_2(x))
+
+
 # Exercise 2: GPT -----------------------------------------------------------------------------------------
 
 
@@ -501,6 +532,22 @@ def next_token_loss_without_the_shift(logits, ids):
 @wrong_answer("next_token_loss", message="the shift goes the wrong way")
 def next_token_loss_shifted_the_wrong_way(logits, ids):
     return F.cross_entropy(logits[:, 1:].flatten(0, 1), ids[:, :-1].flatten())
+
+
+@wrong_answer("next_token_loss", message="you dropped the first position's logits instead of the last")
+def next_token_loss_dropping_the_first_position(logits, ids):
+    return F.cross_entropy(logits[:, 1:].flatten(0, 1), ids[:, 1:].flatten())
+
+
+@wrong_answer("next_token_loss", message="you shifted by two")
+def next_token_loss_shifted_by_two(logits, ids):
+    return F.cross_entropy(logits[:, :-2].flatten(0, 1), ids[:, 2:].flatten())
+
+
+@wrong_answer("next_token_loss", message="you summed the losses over each sequence's positions")
+def next_token_loss_summed_per_sequence(logits, ids):
+    losses = F.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")  # (batch, seq - 1)
+    return losses.sum(dim=1).mean()
 
 
 @wrong_answer("next_token_loss", message="you summed the per-token losses")

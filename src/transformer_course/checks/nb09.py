@@ -42,8 +42,13 @@ def pair_counts(ids: list[int], *, overlapping: bool) -> dict[tuple[int, int], i
 
 
 @oracle
-def _merged(ids: list[int], pair: tuple[int, int], *, new_id: int) -> list[int]:
-    """ids with each occurrence of pair, found from the left without overlaps, replaced by new_id."""
+def _merged(ids: list[int], pair: tuple[int, int], *, new_id: int, scanned_from: str = "left") -> list[int]:
+    """ids with each occurrence of pair, found from the left without overlaps, replaced by new_id.
+
+    scanned_from="right" reproduces a mistake: the occurrences are found from the right, so that in a run the id
+    left over is the first one, [a, a, a] becoming [a, X]."""
+    if scanned_from == "right":
+        return _merged(ids[::-1], pair[::-1], new_id=new_id)[::-1]
     out, position = [], 0
     while position < len(ids):
         if tuple(ids[position : position + 2]) == pair:
@@ -80,9 +85,23 @@ def bpe_merges(text: str, num_merges: int, *, units: str) -> list[tuple[int, int
 @oracle
 def bpe_encoded(text: str, merges: list[tuple[int, int]], *, order: str) -> list[int]:
     """text's ids: its UTF-8 bytes, then each merge applied once over the whole sequence, in the given order:
-    "learned" (right), "reversed" or "by count" (the pair most frequent in this text first: mistakes)."""
+    "learned" (right), "reversed" or "by count" (the pair most frequent in this text first: mistakes). A fourth
+    mistake applies no merge at all: "longest match" takes, from left to right, the longest token whose bytes start
+    there (of tokens with the same bytes, the one learned first)."""
     ids = list(text.encode("utf-8"))
     ranked = list(enumerate(merges))
+    if order == "longest match":
+        table = token_bytes(merges)
+        id_of = {}
+        for token_id, data in enumerate(table):
+            id_of.setdefault(data, token_id)
+        longest = max(map(len, table))
+        data, found, start = text.encode("utf-8"), [], 0
+        while start < len(data):
+            size = next(size for size in range(longest, 0, -1) if data[start : start + size] in id_of)
+            found.append(id_of[data[start : start + size]])
+            start += size
+        return found
     if order == "by count":
         rank_of = {pair: rank for rank, pair in ranked}
         while known := {pair: n for pair, n in pair_counts(ids, overlapping=True).items() if pair in rank_of}:
@@ -254,11 +273,17 @@ def check_merge(merge: Callable, seed: int = 0) -> None:
         result = _expect_ids(_call(merge, ids, pair, new, call=call), call)
         expected = _merged(ids, pair, new_id=new)
         if result != expected:
-            _diagnose_merge(result, expected, new, call)
+            _diagnose_merge(result, expected, ids, pair, new, call)
     passed("merge", "each occurrence replaced, from the left, without overlaps; the list given stays as it was")
 
 
-def _diagnose_merge(result: list[int], expected: list[int], new: int, call: str) -> None:
+def _diagnose_merge(result: list[int], expected: list[int], ids: list[int], pair: tuple, new: int, call: str) -> None:
+    if result == _merged(ids, pair, new_id=new, scanned_from="right"):
+        raise CheckFailed(
+            f"{call} gave {_shown(result)}: you found the occurrences scanning from the right. Where occurrences "
+            "overlap, in a run such as [a, a, a], the one found first from the left is replaced: [X, a], not "
+            f"[a, X] (expected {_shown(expected)}). Scan from the start of the list."
+        )
     if result.count(new) > expected.count(new):
         raise CheckFailed(
             f"{call} gave {_shown(result)}: you merged overlapping occurrences. Once a pair is replaced, both its "
@@ -413,6 +438,14 @@ def _expected_encoding(text: str, merges: list[tuple[int, int]], *, oracle: Toke
 def _diagnose_encoding(ids: list[int], expected: list[int], text: str, merges: list, call: str) -> None:
     table = token_bytes(merges)
     if all(0 <= i < len(table) for i in ids) and b"".join(table[i] for i in ids) == text.encode():
+        longest = bpe_encoded(text, merges, order="longest match")
+        if [len(table[i]) for i in ids] == [len(table[i]) for i in longest]:  # the same pieces, whichever id
+            raise CheckFailed(
+                f"{call}: your ids spell the right bytes, but you took the longest known token at each position "
+                "(a greedy longest match). BPE does not choose tokens by their length: it applies the merges by rank, "
+                "merge 0 over the whole text first, then merge 1, and so on, so a longer token learned later does not "
+                f"take bytes that an earlier merge has already joined otherwise ({_first_difference(ids, expected)})."
+            )
         by_count = bpe_encoded(text, merges, order="by count")
         if ids == bpe_encoded(text, merges, order="reversed") and ids != by_count:
             raise CheckFailed(
@@ -485,6 +518,17 @@ def _explain_decode_crash(failure: CheckFailed, ids: list[int], call: str) -> No
 
 def _diagnose_decoding(text: str, expected: str, ids: list[int], merges: list, call: str) -> None:
     table = token_bytes(merges)
+    joined = b"".join(table[i] for i in ids)
+    # One U+FFFD per byte that is not part of a valid character (surrogateescape gives each such byte a code point
+    # of its own, U+DC80 + byte, which no valid UTF-8 decodes to).
+    per_byte = "".join("\ufffd" if "\udc80" <= c <= "\udcff" else c for c in joined.decode(errors="surrogateescape"))
+    if text == per_byte:
+        raise CheckFailed(
+            f"{call} gave {_shown(text)}: you wrote one '\ufffd' for each byte that is not part of a valid character. "
+            "UTF-8 decoding with errors=\"replace\" writes one '\ufffd' for a whole cut-short character (the first "
+            "two bytes of '€' are one '\ufffd', not two), and one for each stray byte. Let bytes.decode do it: look "
+            f"up its errors argument (expected {_shown(expected)})."
+        )
     separately = "".join(table[i].decode("utf-8", errors="replace") for i in ids)
     if text == separately:
         raise CheckFailed(

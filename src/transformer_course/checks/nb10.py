@@ -190,20 +190,51 @@ def check_gptblock(GPTBlock: type, seed: int = 0) -> None:  # noqa: N803 (a clas
     passed("GPTBlock", "equals GPT-2's block: pre-LN, causal attention, exact GELU in an MLP of width 4 · d_model")
 
 
+def _is_mask(value) -> bool:
+    """Whether an argument given where a sequence (batch, seq, d_model) belongs is a mask: bool, or (seq, seq)."""
+    return isinstance(value, torch.Tensor) and (value.dtype == torch.bool or value.dim() == 2)
+
+
 def _run_block(block: nn.Module, x: torch.Tensor, *, call: str) -> torch.Tensor:
-    """The learner's block on x. Two mistakes raise a TypeError inside code the learner did not write, so they get
-    a message of their own: a mask that is not bool (the reference attention inverts it with ~), and the attention's
-    (outputs, weights) tuple used as a tensor."""
-    masks = []
+    """The learner's block on x. Four mistakes raise an error inside code the learner did not write, so they get a
+    message of their own: the mask passed by position where a sequence belongs, to notebook 03's module (its second
+    argument is the context) or to the nn.MultiheadAttention inside it (its third is the value), which PyTorch
+    meets with an AssertionError; a mask that is not bool (the reference attention inverts it with ~); and the
+    attention's (outputs, weights) tuple used as a tensor."""
+    masks, outer_args, inner_args = [], [], []
 
     def note_the_mask(module: nn.Module, args: tuple, kwargs: dict) -> None:
         masks.append(kwargs["mask"] if "mask" in kwargs else (args[2] if len(args) > 2 else None))
+        outer_args.append(args)
 
-    hook = block.attention.register_forward_pre_hook(note_the_mask, with_kwargs=True)
+    def note_the_inner_call(module: nn.Module, args: tuple, kwargs: dict) -> None:
+        inner_args.append(args)
+
+    hooks = [block.attention.register_forward_pre_hook(note_the_mask, with_kwargs=True)]
+    if isinstance(getattr(block.attention, "attention", None), nn.MultiheadAttention):
+        hooks.append(block.attention.attention.register_forward_pre_hook(note_the_inner_call, with_kwargs=True))
     try:
         return call_learner(block, x, call=call)
     except CheckFailed as failure:
         cause = failure.__cause__
+        if any(len(args) > 1 and _is_mask(args[1]) for args in outer_args):
+            raise CheckFailed(
+                f"{call}: the mask went to self.attention as its second positional argument, which is the context "
+                "(the sequence the keys and values come from), not the mask, and PyTorch stopped with "
+                f"{type(cause).__name__}. Notebook 03's forward is forward(x, context=None, mask=None): pass the mask "
+                "by name, mask=..."
+            ) from cause
+        slots = (None, ("second", "key"), ("third", "value"), ("fourth", "key_padding_mask"))
+        misplaced = [slots[i] for args in inner_args for i, value in enumerate(args[1:4], 1) if _is_mask(value)]
+        if misplaced:
+            (place, slot), *_ = misplaced
+            raise CheckFailed(
+                f"{call}: nn.MultiheadAttention got the mask as its {place} positional argument, which is the "
+                f"{slot}, not the attention mask, and PyTorch stopped with {type(cause).__name__}. Its forward takes "
+                "query, key, value, key_padding_mask in that order. Pass the mask by name: attn_mask=... (in "
+                "nn.MultiheadAttention, True means may not attend), or call notebook 03's module, self.attention, "
+                "with mask=... (True where a position may attend)."
+            ) from cause
         wrong_types = [mask.dtype for mask in masks if isinstance(mask, torch.Tensor) and mask.dtype != torch.bool]
         if wrong_types:
             raise CheckFailed(
@@ -218,7 +249,8 @@ def _run_block(block: nn.Module, x: torch.Tensor, *, call: str) -> torch.Tensor:
             ) from cause
         raise
     finally:
-        hook.remove()
+        for hook in hooks:
+            hook.remove()
 
 
 def _expect_block_parts(block: nn.Module, d_model: int, call: str) -> None:
@@ -544,12 +576,24 @@ def _shifted_cross_entropy(logits: torch.Tensor, ids: torch.Tensor, *, reduction
 
 def _diagnose_loss(loss: torch.Tensor, logits: torch.Tensor, ids: torch.Tensor, call: str) -> None:
     vocab = logits.shape[-1]
+    batch = ids.shape[0]
     mistakes = {
         "there is no shift: position t is scored on token t, which it can already see. Score position t on the "
         "next token: logits[:, :-1] against ids[:, 1:]": F.cross_entropy(logits.flatten(0, 1), ids.flatten()),
+        "you dropped the first position's logits instead of the last: logits[:, 1:] against ids[:, 1:] scores "
+        "each position on its own token, which it can already see. The last position is the one with nothing after "
+        "it: logits[:, :-1] against ids[:, 1:]": F.cross_entropy(logits[:, 1:].flatten(0, 1), ids[:, 1:].flatten()),
         "the shift goes the wrong way: position t + 1 is scored on token t, which lies in its past. Score "
         "logits[:, :-1] against ids[:, 1:]": F.cross_entropy(logits[:, 1:].flatten(0, 1), ids[:, :-1].flatten()),
+        "you shifted by two: position t is scored on token t + 2, and the next token, t + 1, is never scored. "
+        "Shift by one: logits[:, :-1] against ids[:, 1:]": F.cross_entropy(
+            logits[:, :-2].flatten(0, 1), ids[:, 2:].flatten()
+        ),
         "you summed the per-token losses; take their mean": _shifted_cross_entropy(logits, ids, reduction="sum"),
+        "you summed the losses over each sequence's positions and averaged those sums over the batch; take the "
+        "mean over all batch · (seq - 1) predictions, so that the loss does not grow with the sequence's length": (
+            _shifted_cross_entropy(logits, ids, reduction="none").view(batch, -1).sum(dim=1).mean()
+        ),
         "the loss has the wrong sign: it is the negative log-probability, which training makes smaller": (
             -_shifted_cross_entropy(logits, ids, reduction="mean")
         ),

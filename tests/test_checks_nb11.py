@@ -100,6 +100,16 @@ def block_with_einsum_and_an_additive_mask(block, x, cache):
     return h + block.mlp(block.ln_2(h))
 
 
+def block_reading_the_length_after_appending(block, x, cache):
+    """len(cache) read after the append, the new positions taken off; the mask compared from positions."""
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    first_new = len(cache) - x.shape[1]
+    visible = torch.arange(keys.shape[2]) <= first_new + torch.arange(x.shape[1])[:, None]  # (new, cached + new)
+    h = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=visible))
+    return h + block.mlp(block.ln_2(h))
+
+
 def logits_by_indexing_the_table(model, ids, caches):
     """Positions read from the table's rows by index, the blocks walked by position in the list."""
     start = len(caches[0])
@@ -184,6 +194,7 @@ def blockwise_over_query_blocks_too(q, k, v, mask=None, is_causal=False, block_s
         (nb11.check_kvcache, PreallocatedCache),
         (nb11.check_kvcache, ListCache),
         (nb11.check_cached_block_forward, block_with_einsum_and_an_additive_mask),
+        (nb11.check_cached_block_forward, block_reading_the_length_after_appending),
         (nb11.check_cached_logits, logits_by_indexing_the_table),
         (nb11.check_generate_cached, generate_with_the_prompt_first),
         (nb11.check_blockwise_attention, blockwise_by_einsum_and_where),

@@ -64,6 +64,16 @@ def rope_by_rotate_half(x, positions, base=10000.0):
     return x * angles.cos() + swapped * angles.sin()
 
 
+def rope_by_complex_numbers(x, positions, base=10000.0):
+    """Each pair as one complex number, first half real and second half imaginary, turned by torch.polar."""
+    half = x.shape[-1] // 2
+    angles = positions[:, None].double() * base ** (-torch.arange(half, dtype=torch.float64) / half)  # (seq, d/2)
+    turned = torch.complex(x[..., :half].double(), x[..., half:].double()) * torch.polar(
+        torch.ones_like(angles), angles
+    )
+    return torch.cat([turned.real, turned.imag], dim=-1).to(x.dtype)
+
+
 def rope_with_a_rotation_matrix(x, positions, base=10000.0):
     """A (seq, d, d) block rotation matrix applied by einsum."""
     d, half = x.shape[-1], x.shape[-1] // 2
@@ -148,6 +158,7 @@ class BlockWithUnflattenAndAnIndexMask(nn.Module):
         (nb12.check_rmsnorm, RMSNormByTheNorm),
         (nb12.check_apply_rope, rope_by_rotate_half),
         (nb12.check_apply_rope, rope_with_a_rotation_matrix),
+        (nb12.check_apply_rope, rope_by_complex_numbers),
         (nb12.check_swi_glu, SwiGLUWithSigmoid),
         (nb12.check_grouped_query_attention, gqa_by_expand_and_reshape),
         (nb12.check_grouped_query_attention, gqa_by_grouped_einsum),

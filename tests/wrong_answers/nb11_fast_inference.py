@@ -161,6 +161,35 @@ def cached_block_forward_appending_twice(block, x, cache):
     return x + block.mlp(block.ln_2(x))
 
 
+@wrong_answer("cached_block_forward", message="does not see its own key")
+def cached_block_forward_hiding_each_query_from_itself(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past - 1)  # the keys before each query
+    x = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=visible))
+    return x + block.mlp(block.ln_2(x))
+
+
+@wrong_answer("cached_block_forward", message="len(cache) was read after cache.append")
+def cached_block_forward_reading_the_length_after_appending(block, x, cache):
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    past, new = len(cache), x.shape[1]
+    visible = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
+    x = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=visible))
+    return x + block.mlp(block.ln_2(x))
+
+
+@wrong_answer("cached_block_forward", message="len(cache) was read after cache.append")
+def cached_block_forward_shifting_the_mask_by_the_length_after_appending(block, x, cache):
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    visible = torch.ones(x.shape[1], keys.shape[2], dtype=torch.bool).tril(diagonal=len(cache))
+    x = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=visible))
+    return x + block.mlp(block.ln_2(x))
+
+
 # Exercise 3: cached_logits -------------------------------------------------------------------------------
 
 
@@ -354,6 +383,29 @@ def blockwise_attention_with_a_maximum_starting_at_zero(q, k, v, mask=None, is_c
         out = out * rescale + weights @ v[..., start:end, :]
         running_max = new_max
     return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="gets the mean of all the values, not zeros")
+def blockwise_attention_hiding_scores_with_minus_1e9(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -1e9)  # a large finite number: no nan to handle
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -1e9)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        weights = torch.exp(scores - new_max)
+        rescale = torch.exp(running_max - new_max)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum
 
 
 @wrong_answer("blockwise_attention", message="keys are left out")

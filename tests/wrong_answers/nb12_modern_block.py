@@ -70,6 +70,17 @@ class RMSNormOverTheSum(nn.Module):
         return x * torch.rsqrt(x.pow(2).sum(dim=-1, keepdim=True) + self.eps) * self.weight
 
 
+@wrong_answer("RMSNorm", message="divides by the standard deviation of the features")
+class RMSNormDividingByTheStandardDeviation(nn.Module):
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        return x / (x.std(dim=-1, keepdim=True) + self.eps) * self.weight
+
+
 # Exercise 2: apply_rope ----------------------------------------------------------------------------------
 
 
@@ -114,6 +125,31 @@ def apply_rope_ignoring_the_base(x, positions, base=10000.0):
     return torch.cat([first * angles.cos() - second * angles.sin(), first * angles.sin() + second * angles.cos()], -1)
 
 
+@wrong_answer("apply_rope", message="lays out cos and sin for adjacent pairs")
+def apply_rope_with_each_angle_repeated_in_place(x, positions, base=10000.0):
+    d_head = x.shape[-1]
+    angles = positions[:, None].float() * base ** (-torch.arange(0, d_head, 2).float() / d_head)
+    angles = angles.repeat_interleave(2, dim=-1)  # (seq, d_head): one angle per feature
+    rotated_half = torch.cat([-x[..., d_head // 2 :], x[..., : d_head // 2]], dim=-1)
+    return x * angles.cos() + rotated_half * angles.sin()
+
+
+@wrong_answer("apply_rope", message="takes one frequency per feature")
+def apply_rope_with_a_frequency_per_feature(x, positions, base=10000.0):
+    d_head = x.shape[-1]
+    angles = positions[:, None].float() * base ** (-torch.arange(d_head).float() / d_head)  # (seq, d_head)
+    rotated_half = torch.cat([-x[..., d_head // 2 :], x[..., : d_head // 2]], dim=-1)
+    return x * angles.cos() + rotated_half * angles.sin()
+
+
+@wrong_answer("apply_rope", message="swaps cos and sin")
+def apply_rope_swapping_cos_and_sin(x, positions, base=10000.0):
+    d_head = x.shape[-1]
+    angles = positions[:, None].float() * base ** (-torch.arange(0, d_head, 2).float() / d_head)
+    first, second = x[..., : d_head // 2], x[..., d_head // 2 :]
+    return torch.cat([first * angles.sin() - second * angles.cos(), first * angles.cos() + second * angles.sin()], -1)
+
+
 # Exercise 3: SwiGLU --------------------------------------------------------------------------------------
 
 
@@ -127,6 +163,18 @@ class SwiGLUGatingTheWrongBranch(nn.Module):
 
     def forward(self, x):
         return self.down_proj(self.gate_proj(x) * F.silu(self.up_proj(x)))
+
+
+@wrong_answer("SwiGLU", message="gates with the sigmoid alone")
+class SwiGLUWithASigmoidGate(nn.Module):
+    def __init__(self, d_model, d_hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(d_model, d_hidden, bias=False)
+        self.up_proj = nn.Linear(d_model, d_hidden, bias=False)
+        self.down_proj = nn.Linear(d_hidden, d_model, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(torch.sigmoid(self.gate_proj(x)) * self.up_proj(x))
 
 
 @wrong_answer("SwiGLU", message="uses GELU")
@@ -186,6 +234,16 @@ def grouped_query_attention_without_scaling(q, k, v, mask=None):
     groups = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)
+
+
+@wrong_answer("grouped_query_attention", message="uses the mask the wrong way round")
+def grouped_query_attention_hiding_the_keys_the_mask_allows(q, k, v, mask=None):
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
 
 
 # Exercise 5: ModernBlock ---------------------------------------------------------------------------------
@@ -375,3 +433,31 @@ class ModernBlockWithItsOwnNames(nn.Module):
         heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
         x = x + self.o_proj(heads.transpose(1, 2).flatten(2))
         return x + self.mlp(self.norm_2(x))
+
+
+@wrong_answer("ModernBlock", message="before they are split into heads")
+class ModernBlockRotatingBeforeTheHeadSplit(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        h = self.input_layernorm(x)
+        positions = torch.arange(seq)
+        q = apply_rope(self.q_proj(h), positions, self.base)  # (batch, seq, heads * d_head), turned in one piece
+        k = apply_rope(self.k_proj(h), positions, self.base)
+        q = q.view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = k.view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        x = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        return x + self.mlp(self.post_attention_layernorm(x))

@@ -45,13 +45,20 @@ class RecordingCache:
     def __init__(self, cache, appended: list):
         self.cache = cache
         self.appended = appended  # (keys, values) of every call, as given
+        self.uses: list[str] = []  # "len" and "append", in the order they were called
 
     def __len__(self) -> int:
+        self.uses.append("len")
         return len(self.cache)
 
     def append(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        self.uses.append("append")
         self.appended.append((keys.detach().clone(), values.detach().clone()))
         return self.cache.append(keys, values)
+
+    def length_read_only_after_append(self) -> bool:
+        """Whether the calls recorded in ``uses`` read len() after an append and never before one."""
+        return "append" in self.uses and "len" in self.uses and self.uses.index("len") > self.uses.index("append")
 
 
 def _recording_cache(learners: Callable, appended: list) -> RecordingCache:
@@ -165,14 +172,31 @@ def check_cached_block_forward(cached_block_forward, seed: int = 0) -> None:
         cache = _recording_cache(cached_block_forward, appended)
         for start, end in _chunks(total, seed):
             call = f"cached_block_forward(block, x[:, {start}:{end}], cache) with {start} positions cached"
-            with torch.no_grad():
-                out = call_learner(cached_block_forward, block, x[:, start:end], cache, call=call)
+            cache.uses.clear()
+            try:
+                with torch.no_grad():
+                    out = call_learner(cached_block_forward, block, x[:, start:end], cache, call=call)
+            except CheckFailed as failure:
+                if cache.length_read_only_after_append():
+                    raise CheckFailed(f"{failure}\n{_length_after_append(call, end - start)}") from failure.__cause__
+                raise
+            length_late = cache.length_read_only_after_append()
             expect_tensor(out, call, (batch, end - start, D_MODEL), x.dtype)
             _expect_appended_once(block, x[:, start:end], appended, cache, end, call)
             if not matches(out, expected[:, start:end]):
+                if length_late:
+                    raise CheckFailed(_length_after_append(call, end - start))
                 _diagnose_block(block, x, start, end, out, call)
                 expect_close(out, expected[:, start:end], f"{call}, compared with the block run on the whole sequence")
     passed("cached_block_forward", "gives what the block gives on the whole sequence, a few positions at a time")
+
+
+def _length_after_append(call: str, new: int) -> str:
+    return (
+        f"{call}: len(cache) was read after cache.append, when it already counts the {new} new positions as "
+        "cached; the mask built from it then has the wrong size, or lets new positions see later ones. Read how many "
+        "positions were cached before you append."
+    )
 
 
 def _expect_appended_once(block: nn.Module, x_new: torch.Tensor, appended: list, cache, end: int, call: str) -> None:
@@ -211,15 +235,25 @@ def _diagnose_block(block: nn.Module, x: torch.Tensor, start: int, end: int, out
         "the new queries attend only to the new keys: attend to every cached position too (what cache.append "
         "returns)": torch.zeros(new, end, dtype=torch.bool).index_fill(1, torch.arange(start, end), True).tril(start),
         "the causal mask is aligned to the first key, as is_causal=True does: with a cache the new queries are the "
-        "LAST positions, so new position i sees keys 0 to cached + i (for example torch.ones(new, cached + new, "
-        "dtype=torch.bool).tril(diagonal=cached))": every_key.tril(),
+        "LAST positions, so new position i sees keys 0 to cached + i (the diagonal of the mask shifted right by the "
+        "number cached)": every_key.tril(),
+        "new position i does not see its own key: it sees keys 0 to cached + i, itself included, so the mask's "
+        "diagonal is one place too far left (shifted by cached - 1, not by cached)": every_key.tril(start - 1),
     }
     with torch.no_grad():
         for mistake, visible in mistakes.items():
-            if not torch.equal(visible, every_key.tril(start)) and matches(
-                out, _attention_of_new(block, x, start, end, visible=visible)
+            if not torch.equal(visible, every_key.tril(start)) and _matches_where_seen(
+                out, _attention_of_new(block, x, start, end, visible=visible), visible
             ):
                 raise CheckFailed(f"{call}: {mistake}.")
+
+
+def _matches_where_seen(out: torch.Tensor, expected: torch.Tensor, visible: torch.Tensor) -> bool:
+    """Whether ``out`` (batch, new, d_model) matches at the new positions that see at least one key under
+    ``visible`` (new, keys): what a position that sees none gives depends on how the learner computed it (zeros
+    or nan), not on the mask."""
+    seen = visible.any(dim=-1)  # (new,)
+    return bool(seen.any()) and matches(out[:, seen], expected[:, seen])
 
 
 # Exercise 3 ---------------------------------------------------------------------------------------------
@@ -497,6 +531,16 @@ def _diagnose_outputs(blockwise_attention, q, k, v, block: int, out, *, mask, is
                 f"{call}: the causal mask is wrong across blocks: it compares a query's position with the key's "
                 "place inside its block. Query i may see key j when j <= i, where j counts from the first key of "
                 "the whole sequence (the block's start plus the place inside the block)."
+            )
+    if mask is not None:
+        blind = ~mask.any(dim=-1, keepdim=True)  # (..., n_q, 1): queries that see no key
+        averaged = torch.where(blind, v.mean(dim=-2, keepdim=True), _oracle(q, k, v, mask=mask, is_causal=False))
+        if blind.any() and matches(out, averaged):
+            raise CheckFailed(
+                f"{call}: a query that sees no key gets the mean of all the values, not zeros. A large negative "
+                "number (such as -1e9) in place of the hidden scores makes that query's scores all equal, so its "
+                "weights are all equal: fill hidden scores with -math.inf, and give a query with no visible key "
+                "zeros at the end (section 7)."
             )
     one_block = call_learner(
         blockwise_attention, q, k, v, mask=mask, is_causal=is_causal, block_size=n_k, call=f"{call} (one block)"

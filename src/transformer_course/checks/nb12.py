@@ -123,6 +123,15 @@ def _diagnose_rmsnorm(out, x: torch.Tensor, weight: torch.Tensor, eps: float, ca
     for mistake, result in mistakes.items():
         if matches(out, result):
             raise CheckFailed(f"{call}(x) {mistake}.")
+    for correction in (0, 1):  # torch.var and torch.std divide by d - 1 unless told otherwise
+        variance = x.var(dim=-1, keepdim=True, correction=correction)
+        for result in (x / torch.sqrt(variance + eps) * weight, x / (variance.sqrt() + eps) * weight):
+            if matches(out, result):
+                raise CheckFailed(
+                    f"{call}(x) divides by the standard deviation of the features (torch.std or torch.var), their "
+                    "spread around their mean: RMSNorm divides by their root mean square, √(mean(x²) + ε), which "
+                    "takes no mean out. The two differ when the mean is not 0, as here."
+                )
 
 
 # Exercise 2 ---------------------------------------------------------------------------------------------
@@ -165,10 +174,37 @@ def _rotated_pairs(q: torch.Tensor, angles: torch.Tensor, *, adjacent: bool) -> 
     return torch.cat(turned, dim=-1)
 
 
+def _rotated_halves(q: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
+    """q turned as x·cos + (-x₂, x₁)·sin with ``angles`` (seq, d_head), one per feature: the halves convention when
+    the angles of the two halves are the same, something else when they are not."""
+    half = q.shape[-1] // 2
+    swapped = torch.cat([-q[..., half:], q[..., :half]], dim=-1)
+    return q * angles.cos() + swapped * angles.sin()
+
+
 def _diagnose_rope(apply_rope, out, q, positions, base: float, call: str) -> None:
     d_head = q.shape[-1]
     right = _angles(positions, d_head, base, exponent_step=2.0)
+    first, second = q.chunk(2, dim=-1)
+    features = torch.arange(d_head)  # (d_head,): an index over every feature, not over the pairs
+    per_pair = (
+        "there are d/2 frequencies, one per pair, θ_i = base^(-2i/d) for i = 0 .. d/2 - 1, and features i and "
+        "i + d/2 turn by the same angle"
+    )
     mistakes = {
+        "lays out cos and sin for adjacent pairs (each angle repeated in place: θ_0, θ_0, θ_1, θ_1, ...) while it "
+        "pairs the halves: features i and i + d/2 form pair i, so both must turn by the angle of pair i": (
+            _rotated_halves(q, right.repeat_interleave(2, dim=-1))
+        ),
+        f"takes one frequency per feature, base^(-j/d) for j = 0 .. d - 1: {per_pair}": _rotated_halves(
+            q, positions[:, None].to(torch.float32) * base ** (-features / d_head)
+        ),
+        f"takes one frequency per feature, base^(-2j/d) for j = 0 .. d - 1: {per_pair}": _rotated_halves(
+            q, positions[:, None].to(torch.float32) * base ** (-2 * features / d_head)
+        ),
+        "swaps cos and sin: pair i turns as x₁ cos - x₂ sin (first half) and x₁ sin + x₂ cos (second half)": (
+            torch.cat([first * right.sin() - second * right.cos(), first * right.cos() + second * right.sin()], -1)
+        ),
         "rotates adjacent pairs (features 0 and 1, 2 and 3, ...). This course follows Llama in transformers: "
         "feature i is paired with feature i + d/2 (the two halves), so rotate (x[..., :d/2], x[..., d/2:])": (
             _rotated_pairs(q, right, adjacent=True)
@@ -251,6 +287,8 @@ def _diagnose_swiglu(out, x: torch.Tensor, weights: dict, call: str) -> None:
         "applies SiLU to up_proj(x) instead of gate_proj(x): the gate is the branch that goes through SiLU": (
             F.silu(x @ up.T) * (x @ gate.T)
         ),
+        "gates with the sigmoid alone, σ(gate_proj(x)), as the first gated linear unit did; SwiGLU's gate is SiLU, "
+        "z·σ(z), the sigmoid times its own input": torch.sigmoid(x @ gate.T) * (x @ up.T),
         "uses GELU; SwiGLU's gate goes through SiLU (x·sigmoid(x), F.silu)": F.gelu(x @ gate.T) * (x @ up.T),
         "uses ReLU; SwiGLU's gate goes through SiLU (x·sigmoid(x), F.silu)": F.relu(x @ gate.T) * (x @ up.T),
         "adds the two branches; SwiGLU multiplies them, element by element": F.silu(x @ gate.T) + (x @ up.T),
@@ -313,6 +351,15 @@ def _diagnose_gqa(out, q, k, v, mask, heads: int, kv_heads: int, call: str) -> N
     unscaled = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0, enable_gqa=True)
     if matches(out, unscaled):
         raise CheckFailed(f"{call} leaves the scores unscaled: divide them by √d_head, the size of a head's query.")
+    if mask is not None:
+        seeing = (~mask).any(dim=-1)  # (seq,): the queries that see some key under the inverted mask
+        inverted = F.scaled_dot_product_attention(q, k, v, attn_mask=~mask, enable_gqa=True)
+        if matches(out[..., seeing, :], inverted[..., seeing, :]):
+            raise CheckFailed(
+                f"{call} uses the mask the wrong way round: it hides the keys the mask marks True and shows the "
+                "others. True means that a query may attend to that key (notebook 04, and the attn_mask of "
+                "F.scaled_dot_product_attention): hide a score where the mask is False."
+            )
     tiled = F.scaled_dot_product_attention(q, k.repeat(1, groups, 1, 1), v.repeat(1, groups, 1, 1), attn_mask=mask)
     if kv_heads not in (1, heads) and matches(out, tiled):
         raise CheckFailed(
@@ -436,6 +483,9 @@ def _diagnose_block(block: nn.Module, x: torch.Tensor, out: torch.Tensor, call: 
         "is averaged": {"rotated": "qkv"},
         "rotates the queries but not the keys: RoPE turns both, each by its own position": {"rotated": "q"},
         "does not rotate the queries and keys: apply_rope to both, at positions 0, 1, ..., seq - 1": {"rotated": ""},
+        "applies RoPE to the projections before they are split into heads: RoPE turns pairs of features within "
+        "one head (feature i with i + d_head/2, frequencies over d_head), so split q and k into heads first, then "
+        "apply_rope to the (batch, heads, seq, d_head) tensors": {"before_split": True},
         "normalises after each residual addition (post-norm); Llama normalises each sublayer's input (pre-norm): "
         "x + attention(input_layernorm(x)), then x + mlp(post_attention_layernorm(x))": {"pre_norm": False},
     }
@@ -446,17 +496,35 @@ def _diagnose_block(block: nn.Module, x: torch.Tensor, out: torch.Tensor, call: 
 
 
 def _block_variant(
-    block: nn.Module, x: torch.Tensor, *, heads: int, kv_heads: int, base: float, rotated="qk", pre_norm=True
+    block: nn.Module,
+    x: torch.Tensor,
+    *,
+    heads: int,
+    kv_heads: int,
+    base: float,
+    rotated="qk",
+    pre_norm=True,
+    before_split=False,
 ) -> torch.Tensor:
     """What the block's own parts compute when put together with one thing changed: which of q, k, v are rotated,
-    and pre- or post-norm. The check's way to name a mistake, with PyTorch's attention and transformers' rotation."""
+    whether before the split into heads (as if all of a projection's features were one head), and pre- or
+    post-norm. The check's way to name a mistake, with PyTorch's attention and transformers' rotation."""
     positions = torch.arange(x.shape[1])
     norm_1, norm_2 = (block.input_layernorm, block.post_attention_layernorm) if pre_norm else (nn.Identity(),) * 2
+    projected = {name: getattr(block, f"{name}_proj")(norm_1(x)) for name in "qkv"}  # (batch, seq, features) each
+    if before_split:
+        projected = {
+            name: rotary_oracle(t[:, None], positions, rope_base=base)[:, 0] if name in rotated else t
+            for name, t in projected.items()
+        }
     parts = {
-        name: getattr(block, f"{name}_proj")(norm_1(x)).unflatten(-1, (count, -1)).transpose(1, 2)
+        name: projected[name].unflatten(-1, (count, -1)).transpose(1, 2)
         for name, count in (("q", heads), ("k", kv_heads), ("v", kv_heads))
     }  # (batch, heads or kv_heads, seq, d_head) each
-    turned = {name: rotary_oracle(t, positions, rope_base=base) if name in rotated else t for name, t in parts.items()}
+    turned = {
+        name: rotary_oracle(t, positions, rope_base=base) if name in rotated and not before_split else t
+        for name, t in parts.items()
+    }
     mixed = F.scaled_dot_product_attention(*turned.values(), is_causal=True, enable_gqa=True)
     after = x + block.o_proj(mixed.transpose(1, 2).flatten(2))
     if not pre_norm:

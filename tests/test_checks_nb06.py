@@ -71,6 +71,29 @@ def test_an_encoder_layer_written_as_a_loop_over_its_sublayers_passes():
     nb06.check_encoder_layer(EncoderLayerWithSublayersInALoop)
 
 
+class EncoderLayerWithDropoutModules(nn.Module):
+    """Dropout as the paper has it, in nn.Dropout modules, which eval mode turns off."""
+
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = reference.MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = reference.FeedForward(d_model, d_ff)
+        self.norm1, self.norm2 = reference.LayerNorm(d_model), reference.LayerNorm(d_model)
+        self.dropout1, self.dropout2 = nn.Dropout(0.1), nn.Dropout(0.1)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.dropout1(self.self_attention(self.norm1(x), mask=mask)[0])
+            return x + self.dropout2(self.feed_forward(self.norm2(x)))
+        x = self.norm1(x + self.dropout1(self.self_attention(x, mask=mask)[0]))
+        return self.norm2(x + F.dropout(self.feed_forward(x), 0.1, training=self.training))
+
+
+def test_dropout_that_eval_mode_turns_off_passes():
+    nb06.check_encoder_layer(EncoderLayerWithDropoutModules)
+
+
 @pytest.mark.parametrize(
     ("check", "correct"),
     [

@@ -39,6 +39,20 @@ class DecoderLayerPassingEverythingByKeyword(nn.Module):
         return x
 
 
+class DecoderPassingEverythingByKeyword(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            [reference.DecoderLayer(d_model, num_heads, d_ff, norm_first=norm_first) for _ in range(num_layers)]
+        )
+        self.norm = reference.LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        for layer in self.layers:
+            x = layer(x=x, memory=memory, memory_mask=memory_mask, self_mask=self_mask)
+        return x if self.norm is None else self.norm(x)
+
+
 class TransformerInOneMethod(nn.Module):
     def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
         super().__init__()
@@ -66,6 +80,7 @@ def test_checks_accept_the_reference_layer_stack_and_model():
 
 def test_checks_accept_correct_answers_written_differently():
     nb07.check_decoder_layer(DecoderLayerPassingEverythingByKeyword)
+    nb07.check_decoder(DecoderPassingEverythingByKeyword)
     nb07.check_transformer(TransformerInOneMethod)
 
 

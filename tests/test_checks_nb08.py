@@ -26,6 +26,15 @@ def loss_by_pytorch(logits, target, pad_id, smoothing=0.0):
     return F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=pad_id, label_smoothing=smoothing)
 
 
+def loss_with_the_smoothed_target_written_out(logits, target, pad_id, smoothing=0.0):
+    """The target distribution q built in full: smoothing / vocab on every word, 1 - smoothing more on the right one."""
+    vocab = logits.shape[-1]
+    q = F.one_hot(target, vocab).to(logits.dtype) * (1 - smoothing) + smoothing / vocab  # (batch, n_tgt, vocab)
+    per_token = -(q * logits.log_softmax(dim=-1)).sum(dim=-1)  # (batch, n_tgt)
+    real = (target != pad_id).to(logits.dtype)
+    return (per_token * real).sum() / real.sum()
+
+
 def schedule_as_a_tensor(step, peak, warmup_steps):
     return torch.tensor(peak * min(step * warmup_steps**-1.5, step**-0.5) * warmup_steps**0.5)
 
@@ -91,6 +100,7 @@ def beam_search_with_sorted_candidates(model, src, beam_size, max_len, alpha=0.6
     [
         (nb08.check_shift_right, shift_by_copying),
         (nb08.check_sequence_loss, loss_by_pytorch),
+        (nb08.check_sequence_loss, loss_with_the_smoothed_target_written_out),
         (nb08.check_learning_rate, schedule_as_a_tensor),
         (nb08.check_greedy_decode, greedy_one_sentence_at_a_time),
         (nb08.check_beam_search, beam_search_with_probabilities_kept_whole),

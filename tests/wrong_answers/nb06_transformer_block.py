@@ -80,6 +80,50 @@ class LayerNormWithFixedGain(nn.Module):
         return normalised * self.gain + self.bias
 
 
+@wrong_answer("LayerNorm", message="the gain and bias are swapped")
+class LayerNormWithGainAndBiasSwapped(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gain = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        normalised = (x - x.mean(dim=-1, keepdim=True)) / torch.sqrt(
+            x.var(dim=-1, unbiased=False, keepdim=True) + self.eps
+        )
+        return normalised * self.bias + self.gain
+
+
+@wrong_answer("LayerNorm", message="self.gain starts at 0 and self.bias at 1")
+class LayerNormStartingWithGainAndBiasSwapped(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gain = nn.Parameter(torch.zeros(d))
+        self.bias = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        normalised = (x - x.mean(dim=-1, keepdim=True)) / torch.sqrt(
+            x.var(dim=-1, unbiased=False, keepdim=True) + self.eps
+        )
+        return normalised * self.gain + self.bias
+
+
+@wrong_answer("LayerNorm", message="the statistics come from every position of a sentence together")
+class LayerNormOverPositionsAndFeatures(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gain = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        mean = x.mean(dim=(-2, -1), keepdim=True)
+        variance = ((x - mean) ** 2).mean(dim=(-2, -1), keepdim=True)
+        return (x - mean) / torch.sqrt(variance + self.eps) * self.gain + self.bias
+
+
 # Exercise 2: FeedForward ---------------------------------------------------------------------------------
 
 
@@ -114,6 +158,17 @@ class FeedForwardWithTheWidthsSwapped(nn.Module):
 
     def forward(self, x):
         return self.linear2(torch.relu(self.linear1(x)))
+
+
+@wrong_answer("FeedForward", message="so dropout is still on although the check runs your module in eval mode")
+class FeedForwardWithDropoutAlwaysOn(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return self.linear2(nn.functional.dropout(torch.relu(self.linear1(x)), p=0.1))
 
 
 # Exercise 3: EncoderLayer --------------------------------------------------------------------------------
@@ -204,6 +259,66 @@ class EncoderLayerWithOneNormObject(nn.Module):
         return self.norm2(x + self.feed_forward(x))
 
 
+@wrong_answer("EncoderLayer", message="adds the self-attention's output to norm1(x)")
+class EncoderLayerAddingToTheNormalisedStream(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = self.norm1(x)
+            x = x + self.self_attention(x, mask=mask)[0]
+            x = self.norm2(x)
+            return x + self.feed_forward(x)
+        x = self.norm1(x + self.self_attention(x, mask=mask)[0])
+        return self.norm2(x + self.feed_forward(x))
+
+
+@wrong_answer("EncoderLayer", message="so dropout is still on although the check runs your module in eval mode")
+class EncoderLayerWithDropoutAlwaysOn(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        def dropout(h):
+            return nn.functional.dropout(h, p=0.1)
+
+        if self.norm_first:
+            x = x + dropout(self.self_attention(self.norm1(x), mask=mask)[0])
+            return x + dropout(self.feed_forward(self.norm2(x)))
+        x = self.norm1(x + dropout(self.self_attention(x, mask=mask)[0]))
+        return self.norm2(x + dropout(self.feed_forward(x)))
+
+
+@wrong_answer("EncoderLayer", message="the self-attention received ~mask: the mask is inverted")
+class EncoderLayerInvertingThePaddingMask(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        padding = None if mask is None else ~mask  # True where a position is padding
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=padding)[0]
+            return x + self.feed_forward(self.norm2(x))
+        x = self.norm1(x + self.self_attention(x, mask=padding)[0])
+        return self.norm2(x + self.feed_forward(x))
+
+
 # Exercise 4: Encoder -------------------------------------------------------------------------------------
 
 
@@ -246,7 +361,7 @@ class EncoderWithoutTheFinalNorm(nn.Module):
         return x
 
 
-@wrong_answer("Encoder", message="compared with nn.TransformerEncoder")
+@wrong_answer("Encoder", message="the layers got no mask")
 class EncoderForgettingTheMask(nn.Module):
     def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
         super().__init__()
@@ -256,4 +371,18 @@ class EncoderForgettingTheMask(nn.Module):
     def forward(self, x, mask=None):
         for layer in self.layers:
             x = layer(x)
+        return x if self.norm is None else self.norm(x)
+
+
+@wrong_answer("Encoder", message="the layers received ~mask: the mask is inverted")
+class EncoderInvertingThePaddingMask(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, mask=None):
+        padding = None if mask is None else ~mask  # True at the padding, to be hidden
+        for layer in self.layers:
+            x = layer(x, padding)
         return x if self.norm is None else self.norm(x)

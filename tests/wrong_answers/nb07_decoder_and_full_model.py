@@ -233,6 +233,46 @@ class DecoderLayerAlwaysPostLN(nn.Module):
         return self.norm3(x + self.feed_forward(x))
 
 
+@wrong_answer("DecoderLayer", message="the cross-attention runs before the self-attention")
+class DecoderLayerWithCrossAttentionFirst(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.cross_attention(self.norm1(x), context=memory, mask=memory_mask)[0]
+            x = x + self.self_attention(self.norm2(x), mask=self_mask)[0]
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.cross_attention(x, context=memory, mask=memory_mask)[0])
+        x = self.norm2(x + self.self_attention(x, mask=self_mask)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="the cross-attention's keys and values came from norm2(memory)")
+class DecoderLayerNormalisingTheMemory(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=self_mask)[0]
+            x = x + self.cross_attention(self.norm2(x), context=self.norm2(memory), mask=memory_mask)[0]
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        x = self.norm2(x + self.cross_attention(x, context=memory, mask=memory_mask)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
 # Exercise 2: Decoder -------------------------------------------------------------------------------------
 
 
@@ -274,6 +314,46 @@ class DecoderFeedingEachLayerTheEmbeddings(nn.Module):
         for layer in self.layers:
             out = layer(x, memory, self_mask, memory_mask)
         return out if self.norm is None else self.norm(out)
+
+
+@wrong_answer("Decoder", message="the layers got the masks swapped")
+class DecoderSwappingTheMasks(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        for layer in self.layers:
+            x = layer(x, memory, memory_mask, self_mask)
+        return x if self.norm is None else self.norm(x)
+
+
+@wrong_answer("Decoder", message="the layers got no memory_mask")
+class DecoderForgettingTheSourceMask(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        for layer in self.layers:
+            x = layer(x, memory, self_mask)
+        return x if self.norm is None else self.norm(x)
+
+
+@wrong_answer("Decoder", message="the layers received ~memory_mask: the mask is inverted")
+class DecoderInvertingTheMasks(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        hidden_future, hidden_padding = ~self_mask, ~memory_mask  # True where attention is not allowed
+        for layer in self.layers:
+            x = layer(x, memory, hidden_future, hidden_padding)
+        return x if self.norm is None else self.norm(x)
 
 
 # Exercise 3: Transformer ---------------------------------------------------------------------------------

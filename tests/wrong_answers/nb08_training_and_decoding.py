@@ -99,6 +99,15 @@ def loss_as_a_new_tensor(logits, target, pad_id, smoothing=0.0):
     return torch.tensor(per_token[target != pad_id].mean().item())
 
 
+@wrong_answer("sequence_loss", message="you used the Annotated Transformer's convention")
+def loss_smoothing_over_the_words_neither_right_nor_padding(logits, target, pad_id, smoothing=0.0):
+    log_p = torch.log_softmax(logits, dim=-1)
+    right = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    others = -log_p.sum(dim=-1) - right + log_p[..., pad_id]  # every word but the right one and PAD
+    per_token = (1 - smoothing) * right + smoothing * others / (logits.shape[-1] - 2)
+    return per_token[target != pad_id].mean()
+
+
 # Exercise 3: learning_rate ---------------------------------------------------------------------------------
 
 
@@ -121,6 +130,12 @@ def learning_rate_decaying_too_fast(step, peak, warmup_steps):
 def learning_rate_counting_from_zero(step, peak, warmup_steps):
     step = step - 1
     return peak * min(step / warmup_steps, (warmup_steps / max(step, 1)) ** 0.5)
+
+
+@wrong_answer("learning_rate", message="learning_rate is one step ahead")
+def learning_rate_one_step_ahead(step, peak, warmup_steps):
+    step = step + 1  # the optimiser has taken `step` steps, so this is the next one
+    return peak * min(step / warmup_steps, (warmup_steps / step) ** 0.5)
 
 
 # Exercise 4: greedy_decode ---------------------------------------------------------------------------------
@@ -233,6 +248,22 @@ def greedy_decode_without_the_source_mask(model, src, max_len):
         words = torch.cat([words, next_word[:, None]], dim=1)
         finished |= next_word == EOS
         if finished.all():
+            break
+    return words[:, 1:]
+
+
+@wrong_answer("greedy_decode", message="you stopped as soon as one row produced EOS")
+def greedy_decode_stopping_when_one_row_finishes(model, src, max_len):
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    words = torch.full((src.shape[0], 1), BOS)
+    finished = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        logits = model.decode(words, memory, target_mask(words, PAD), src_mask)
+        next_word = logits[:, -1].argmax(dim=-1).masked_fill(finished, PAD)
+        words = torch.cat([words, next_word[:, None]], dim=1)
+        finished |= next_word == EOS
+        if finished.any():
             break
     return words[:, 1:]
 

@@ -4,7 +4,9 @@ Oracles: ``nn.LayerNorm``, ``nn.TransformerEncoderLayer`` and ``nn.TransformerEn
 and pre-LN) with the learner's weights copied in; ``torch.autograd.gradcheck``.
 """
 
+import contextlib
 import functools
+import inspect
 import itertools
 from collections.abc import Callable, Sequence
 
@@ -115,6 +117,78 @@ def expect_stack(stack: nn.Module, call: str, norm_first: bool, num_layers: int 
         raise CheckFailed(f"{call}: post-LN layers already end with a norm; set self.norm = None.")
 
 
+# What a learner's code did, for naming its mistake ----------------------------------------------------------
+
+
+def received_by(parts: dict[str, nn.Module], run: Callable, order: list[str] | None = None) -> dict[str, list[list]]:
+    """Run ``run()`` (an error is fine) and return, for each part, the arguments of each of its calls, in the
+    order of its forward's parameters, defaults filled in: [x, context, mask] for a MultiHeadAttention. ``order``,
+    if given, receives the parts' names in the order in which they were called."""
+    received = {name: [] for name in parts}
+    with contextlib.ExitStack() as hooks:
+        for name, part in parts.items():
+            record = functools.partial(_record, received[name], inspect.signature(part.forward), order, name)
+            hooks.callback(part.register_forward_pre_hook(record, with_kwargs=True).remove)
+        with contextlib.suppress(Exception), torch.no_grad():
+            run()
+    return received
+
+
+def _record(
+    calls: list, signature: inspect.Signature, order: list | None, name: str, module: nn.Module, args, kwargs
+) -> None:
+    if order is not None:
+        order.append(name)
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:
+        return
+    bound.apply_defaults()
+    calls.append(list(bound.arguments.values()))
+
+
+def which_mask(given, masks: dict[str, torch.Tensor]) -> str | None:
+    """Which of ``masks`` a part received: its name, "~name" if inverted, "no mask" for None; None if unknown."""
+    if given is None:
+        return "no mask"
+    if not isinstance(given, torch.Tensor) or given.dtype != torch.bool:
+        return None
+    for name, mask in masks.items():
+        for candidate, label in ((mask, name), (~mask, f"~{name}")):
+            try:
+                shape = torch.broadcast_shapes(given.shape, candidate.shape)
+            except RuntimeError:
+                continue
+            if torch.equal(given.expand(shape), candidate.expand(shape)):
+                return label
+    return None
+
+
+def inverted_mask(given: str, part: str) -> str:
+    return (
+        f"the {part} received {given}: the mask is inverted. Here True means a position may attend (as in "
+        "the boolean masks of F.scaled_dot_product_attention); pass the mask on as it is"
+    )
+
+
+def expect_no_dropout(module: nn.Module, args: tuple, first: torch.Tensor, call: str) -> None:
+    """Fail if a second call with the same inputs gives another result: randomness, in practice dropout that
+    stays on although the module is in eval mode, as the checks run it."""
+    with torch.no_grad():
+        again = call_learner(module, *args, call=call)
+    if (
+        isinstance(again, torch.Tensor)
+        and again.shape == first.shape
+        and not torch.allclose(again, first, rtol=0.0, atol=0.0, equal_nan=True)
+    ):
+        raise CheckFailed(
+            f"{call}: the same input gave two different outputs, so dropout is still on although the check runs "
+            "your module in eval mode, as it runs PyTorch's layers. nn.functional.dropout keeps dropping unless it "
+            "is given training=self.training; an nn.Dropout module stops after .eval(). This exercise needs no "
+            "dropout."
+        )
+
+
 # Exercise 1 ---------------------------------------------------------------------------------------------
 
 
@@ -143,6 +217,7 @@ def check_layer_norm(LayerNorm: type, seed: int = 0) -> None:  # noqa: N803 (a c
         if not torch.allclose(out, expected, atol=1e-5):
             _diagnose_layer_norm(out, x, norm, eps, call)
         expect_close(out, expected, f"{call}(x), compared with nn.LayerNorm")
+    _expect_starting_values(LayerNorm, seed)
     _gradcheck(LayerNorm, seed)
     passed("LayerNorm", "equals nn.LayerNorm: biased variance, eps inside the square root, learnable gain and bias")
 
@@ -160,6 +235,9 @@ def _diagnose_layer_norm(out, x, norm, eps, call: str) -> None:
             x - x.mean(dim=0, keepdim=True)
         )
         / torch.sqrt(x.var(dim=0, unbiased=False, keepdim=True) + eps),
+        "the statistics come from every position of a sentence together (the last two axes, positions and "
+        "features); layer normalisation takes the mean and variance of each position's own d features only "
+        "(dim=-1)": F.layer_norm(x, x.shape[-2:], eps=eps),
     }
     for mistake, normalised in mistakes.items():
         if torch.allclose(out, normalised * gain + bias, atol=1e-5):
@@ -167,6 +245,28 @@ def _diagnose_layer_norm(out, x, norm, eps, call: str) -> None:
     plain = F.layer_norm(x, x.shape[-1:], eps=eps)
     if torch.allclose(out, plain, atol=1e-5):
         raise CheckFailed(f"{call}: the gain and bias are not applied: return normalised * self.gain + self.bias.")
+    if torch.allclose(out, plain * bias + gain, atol=1e-5):
+        raise CheckFailed(
+            f"{call}: the gain and bias are swapped: the normalised features are multiplied by self.gain "
+            "(the scale, starting at 1), then self.bias (the shift, starting at 0) is added."
+        )
+
+
+def _expect_starting_values(LayerNorm: type, seed: int) -> None:  # noqa: N803
+    call = "LayerNorm(8)"
+    norm = built_with_seed(LayerNorm, 8, seed=seed, call=call)
+    gain, bias = norm.gain.detach(), norm.bias.detach()
+    if torch.equal(gain, torch.zeros(8)) and torch.equal(bias, torch.ones(8)):
+        raise CheckFailed(
+            f"{call}: self.gain starts at 0 and self.bias at 1; they are swapped. A new layer norm must change "
+            "nothing after normalising: the gain starts at ones, the bias at zeros."
+        )
+    for name, value, start in (("gain", gain, torch.ones(8)), ("bias", bias, torch.zeros(8))):
+        if not torch.equal(value, start):
+            raise CheckFailed(
+                f"{call}: self.{name} starts at {value.tolist()}; it must start at {start[0].item():g} for every "
+                "feature, so that a new layer norm changes nothing after normalising."
+            )
 
 
 def _gradcheck(LayerNorm: type, seed: int) -> None:  # noqa: N803
@@ -190,6 +290,7 @@ def check_feed_forward(FeedForward: type, seed: int = 0) -> None:  # noqa: N803 
             raise CheckFailed(f"{call} needs self.{name} = nn.Linear({d_in}, {d_out}).")
     x = seeded_randn(2, 5, 8, seed=seed)  # (batch, seq, d_model)
     out = expect_tensor(call_learner(ff, x, call=f"{call}(x) with x {shape_of(x)}"), "FeedForward", x.shape, x.dtype)
+    expect_no_dropout(ff, (x,), out, f"{call}(x) with x {shape_of(x)}")
     with torch.no_grad():
         hidden = ff.linear1(x)
         expected = ff.linear2(F.relu(hidden))
@@ -267,6 +368,7 @@ def _compare_layer(layer: nn.Module, call: str, norm_first: bool, seed: int) -> 
         args = (x,) if mask is None else (x, mask)
         with torch.no_grad():
             out = expect_tensor(call_learner(layer, *args, call=f"{call}(x{what})"), "EncoderLayer", x.shape, x.dtype)
+            expect_no_dropout(layer, args, out, f"{call}(x{what})")
             expected = torch_encoder_layer(layer, 2, 16, norm_first)(x, **twin_kwargs)
             other_order = torch_encoder_layer(layer, 2, 16, not norm_first)(x, **twin_kwargs)
         if torch.allclose(out, other_order, atol=1e-5):
@@ -280,9 +382,49 @@ def _compare_layer(layer: nn.Module, call: str, norm_first: bool, seed: int) -> 
             raise CheckFailed(f"{call}{what}: the mask had no effect; pass it to self-attention.")
         if not torch.allclose(out, expected, atol=1e-5):
             with torch.no_grad():
+                _diagnose_layer(layer, out, args, norm_first, twin_kwargs, f"{call}(x{what})")
                 computed_with = functools.partial(_encoder_layer_output, layer, norm_first, x, twin_kwargs)
                 expect_own_norms(out, computed_with, ENCODER_SUBLAYERS, f"{call}(x{what})")
         expect_close(out, expected, f"{call}(x{what}), compared with nn.TransformerEncoderLayer with the same weights")
+
+
+def _diagnose_layer(layer: nn.Module, out: torch.Tensor, args: tuple, norm_first: bool, twin_kwargs, call: str) -> None:
+    """Fail naming the mistake, if it is one of the usual ones: an inverted mask, or (pre-LN) a residual
+    connection that starts from the normalised stream."""
+    if len(args) > 1:
+        received = received_by({"self-attention": layer.self_attention}, lambda: layer(*args))["self-attention"]
+        given = which_mask(received[0][2], {"mask": args[1]}) if received and len(received[0]) >= 3 else None
+        if given == "~mask":
+            raise CheckFailed(f"{call}: {inverted_mask(given, 'self-attention')}.")
+    if not norm_first:
+        return
+    padding = twin_kwargs.get("src_key_padding_mask")
+    for wrong in ((True, True), (True, False), (False, True)):
+        if torch.allclose(out, _residual_from_normalised(layer, args[0], padding, wrong), atol=1e-5):
+            sublayers = zip(("self-attention", "feed-forward network"), ("norm1", "norm2"), wrong, strict=True)
+            added = " and ".join(f"the {name}'s output to {norm}(x)" for name, norm, bad in sublayers if bad)
+            raise CheckFailed(
+                f"{call}: the residual connection adds {added}, the normalised stream. In pre-LN only the "
+                "sublayer's input is normalised; its output is added to x itself, which stays unnormalised from "
+                "layer to layer: x = x + sublayer(norm(x))."
+            )
+
+
+def _residual_from_normalised(layer: nn.Module, x, padding, wrong: tuple[bool, bool]) -> torch.Tensor:
+    """What a pre-LN layer computes when the residual connections marked in ``wrong`` (self-attention,
+    feed-forward) start from the normalised stream, norm(x) + sublayer(norm(x)); PyTorch's modules, our weights."""
+    twin = torch_encoder_layer(layer, 2, 16, norm_first=True)
+
+    def attention(h):
+        return twin.self_attn(h, h, h, key_padding_mask=padding, need_weights=False)[0]
+
+    def feed_forward(h):
+        return twin.linear2(F.relu(twin.linear1(h)))
+
+    for norm, sublayer, from_normalised in zip((twin.norm1, twin.norm2), (attention, feed_forward), wrong, strict=True):
+        normalised = norm(x)
+        x = (normalised if from_normalised else x) + sublayer(normalised)
+    return x
 
 
 # Exercise 4 ---------------------------------------------------------------------------------------------
@@ -306,8 +448,19 @@ def _compare_encoder(encoder: nn.Module, call: str, norm_first: bool, seed: int)
     load_stack(encoder, twin, encoder_layer_parameters)
     x = seeded_randn(2, 5, 8, seed=seed + 1)
     real = torch.tensor([[True] * 5, [True] * 2 + [False] * 3])
+    mask = real[:, None, :]  # (batch, 1, seq)
     with torch.no_grad():
-        out = call_learner(encoder, x, real[:, None, :], call=f"{call}(x, padding mask)")
+        out = call_learner(encoder, x, mask, call=f"{call}(x, padding mask)")
         expected = twin.eval()(x, src_key_padding_mask=~real)
     expect_tensor(out, "Encoder", x.shape, x.dtype)
+    if not torch.allclose(out, expected, atol=1e-5):
+        received = received_by({"layer": encoder.layers[0]}, lambda: encoder(x, mask))["layer"]
+        given = which_mask(received[0][1], {"mask": mask}) if received and len(received[0]) >= 2 else None
+        if given == "~mask":
+            raise CheckFailed(f"{call}(x, padding mask): {inverted_mask(given, 'layers')}.")
+        if given == "no mask":
+            raise CheckFailed(
+                f"{call}(x, padding mask): the layers got no mask, so they attend to the padding; pass the mask "
+                "to every layer."
+            )
     expect_close(out, expected, f"{call}(x, padding mask), compared with nn.TransformerEncoder with the same weights")

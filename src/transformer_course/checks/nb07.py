@@ -6,13 +6,13 @@ post-LN); decoder causality as a property; the parameter count of ``nn.Transform
 
 Source (6 words) and target (4 words) have different lengths and the batch has 2 sentences, so that a tensor
 taken from the wrong side or axis shows in the shapes. When a learner's code fails, the checks record what its
-parts (attention, embeddings, encoder, decoder) received to name the mistake: queries from the memory, masks
-missing, inverted or swapped, a table used for the other language, a length from the batch axis.
+parts (attention, embeddings, encoder, decoder, a stack's layers) received, and in which order, to name the
+mistake: queries from the memory, a normalised memory, cross-attention before self-attention, masks missing,
+inverted or swapped, a table used for the other language, a length from the batch axis.
 """
 
 import contextlib
 import functools
-import inspect
 import math
 import warnings
 from collections.abc import Callable
@@ -34,7 +34,17 @@ from . import (
     passed,
     seeded_randn,
 )
-from .nb06 import built_and_perturbed, copy_layer, expect_own_norms, expect_separate_norms, expect_stack, load_stack
+from .nb06 import (
+    built_and_perturbed,
+    copy_layer,
+    expect_own_norms,
+    expect_separate_norms,
+    expect_stack,
+    inverted_mask,
+    load_stack,
+    received_by,
+    which_mask,
+)
 
 D_MODEL, HEADS, D_FF = 8, 2, 16
 N_SRC, N_TGT = 6, 4
@@ -82,54 +92,8 @@ def _matches(result, expected: torch.Tensor, atol: float = 1e-5) -> bool:
     )
 
 
-def _received_by(parts: dict[str, nn.Module], run: Callable) -> dict[str, list[list]]:
-    """Run ``run()`` (an error is fine) and return, for each part, the arguments of each of its calls, in the
-    order of its forward's parameters, defaults filled in: [x, context, mask] for a MultiHeadAttention."""
-    received = {name: [] for name in parts}
-    with contextlib.ExitStack() as hooks:
-        for name, part in parts.items():
-            record = functools.partial(_record, received[name], inspect.signature(part.forward))
-            hooks.callback(part.register_forward_pre_hook(record, with_kwargs=True).remove)
-        with contextlib.suppress(Exception), torch.no_grad():
-            run()
-    return received
-
-
-def _record(calls: list, signature: inspect.Signature, module: nn.Module, args: tuple, kwargs: dict) -> None:
-    try:
-        bound = signature.bind(*args, **kwargs)
-    except TypeError:
-        return
-    bound.apply_defaults()
-    calls.append(list(bound.arguments.values()))
-
-
-def _which_mask(given, masks: dict[str, torch.Tensor]) -> str | None:
-    """Which of ``masks`` a part received: its name, "~name" if inverted, "no mask" for None; None if unknown."""
-    if given is None:
-        return "no mask"
-    if not isinstance(given, torch.Tensor) or given.dtype != torch.bool:
-        return None
-    for name, mask in masks.items():
-        for candidate, label in ((mask, name), (~mask, f"~{name}")):
-            try:
-                shape = torch.broadcast_shapes(given.shape, candidate.shape)
-            except RuntimeError:
-                continue
-            if torch.equal(given.expand(shape), candidate.expand(shape)):
-                return label
-    return None
-
-
 def _rows(tensor) -> int | None:
     return tensor.shape[-2] if isinstance(tensor, torch.Tensor) and tensor.ndim >= 2 else None
-
-
-def _inverted(given: str, part: str) -> str:
-    return (
-        f"the {part} received {given}: the mask is inverted. Here True means a position may attend (as in "
-        "the boolean masks of F.scaled_dot_product_attention); pass the mask on as it is"
-    )
 
 
 # Exercise 1 ---------------------------------------------------------------------------------------------
@@ -214,6 +178,11 @@ ATTENDS_TO_ITSELF = (
 )
 NO_SELF_MASK = "the self-attention ignores self_mask, so each position sees the future; pass the causal mask"
 NO_MEMORY_MASK = "the cross-attention ignores memory_mask, so it attends to the source's padding"
+CROSS_BEFORE_SELF = (
+    "the cross-attention runs before the self-attention. The order is masked self-attention over the target "
+    "so far, then cross-attention to the memory, then the feed-forward network, with norm1, norm2 and norm3 in "
+    "that order: each target position first gathers from the words before it, then asks the source"
+)
 SWAPPED_LAYER_MASKS = (
     "the masks are swapped: self_mask (the causal mask, target × target) goes to the self-attention, memory_mask "
     "(the source's padding, target × source) to the cross-attention"
@@ -225,34 +194,55 @@ def _mistake_in_attention_calls(layer: nn.Module, inputs) -> str | None:
     x, memory, causal, source_real = inputs
     masks = {"self_mask": causal, "memory_mask": source_real[:, None, :]}
     parts = {"self": layer.self_attention, "cross": layer.cross_attention}
-    received = _received_by(parts, lambda: layer(x, memory, causal, source_real[:, None, :]))
+    order = []  # the attentions' names, in the order in which the layer called them
+    received = received_by(parts, lambda: layer(x, memory, causal, source_real[:, None, :]), order)
     if len(received["self"]) > 1 and not received["cross"]:
         return (
             "self.self_attention does the cross-attention too; the cross-attention has weights of its own: "
             "self.cross_attention(x, context=memory, mask=memory_mask)"
         )
+    if "self" in order and "cross" in order and order.index("cross") < order.index("self"):
+        return CROSS_BEFORE_SELF
     if received["cross"] and len(received["cross"][0]) >= 3:
         queries, context, mask = received["cross"][0][:3]
         if _rows(queries) == N_SRC:
             return QUERIES_FROM_MEMORY
         if context is None or _rows(context) == N_TGT:
             return ATTENDS_TO_ITSELF
+        normalised = _normalised_memory(layer, context, memory)
+        if normalised is not None:
+            return (
+                f"the cross-attention's keys and values came from {normalised}, a normalised copy of the memory. "
+                "A decoder layer normalises only its own stream x; it takes the memory, the encoder's output, as it "
+                "is (a pre-LN encoder's final norm has normalised it already)"
+            )
     if received["self"] and len(received["self"][0]) >= 3:
-        given = _which_mask(received["self"][0][2], masks)
+        given = which_mask(received["self"][0][2], masks)
         if given == "memory_mask":
             return SWAPPED_LAYER_MASKS
         if given == "~self_mask":
-            return _inverted(given, "self-attention")
+            return inverted_mask(given, "self-attention")
         if given == "no mask":
             return NO_SELF_MASK
     if received["cross"] and len(received["cross"][0]) >= 3:
-        given = _which_mask(received["cross"][0][2], masks)
+        given = which_mask(received["cross"][0][2], masks)
         if given == "self_mask":
             return SWAPPED_LAYER_MASKS
         if given == "~memory_mask":
-            return _inverted(given, "cross-attention")
+            return inverted_mask(given, "cross-attention")
         if given == "no mask":
             return NO_MEMORY_MASK
+    return None
+
+
+def _normalised_memory(layer: nn.Module, context, memory: torch.Tensor) -> str | None:
+    """Which of the layer's norms the context the cross-attention received is the memory normalised by, if any."""
+    if not isinstance(context, torch.Tensor) or context.shape != memory.shape or torch.equal(context, memory):
+        return None
+    for name in ("norm1", "norm2", "norm3"):
+        with contextlib.suppress(Exception):
+            if torch.allclose(context, getattr(layer, name)(memory), atol=1e-6):
+                return f"{name}(memory)"
     return None
 
 
@@ -284,14 +274,45 @@ def check_decoder(Decoder: type, seed: int = 0) -> None:  # noqa: N803 (a class)
             decoder = built_and_perturbed(Decoder, 3, D_MODEL, HEADS, D_FF, norm_first=norm_first, seed=seed, call=call)
             expect_stack(decoder, call, norm_first)
             twin = _decoder_twin(decoder, norm_first)
+            inputs = (x, memory, causal, source_real[:, None, :])
             with torch.no_grad():
-                out = call_learner(
-                    decoder, x, memory, causal, source_real[:, None, :], call=f"{call}(x, memory, masks)"
-                )
                 expected = twin(x, memory, tgt_mask=~causal, memory_key_padding_mask=~source_real)
+                out, failure = _attempt(decoder, *inputs, call=f"{call}(x, memory, masks)")
+                if failure is not None or not _matches(out, expected):
+                    _diagnose_stack(decoder, inputs, f"{call}(x, memory, masks)", failure)
+            if failure is not None:
+                raise failure
             expect_tensor(out, "Decoder", x.shape, x.dtype)
             expect_close(out, expected, f"{call}, compared with nn.TransformerDecoder with the same weights")
     passed("Decoder", "equals nn.TransformerDecoder, post-LN and pre-LN with its final norm")
+
+
+def _diagnose_stack(decoder: nn.Module, inputs, call: str, failure) -> None:
+    """Fail naming the mistake that what the stack passed to its first layer shows, if any."""
+    x, memory, causal, padding = inputs
+    received = received_by({"layer": decoder.layers[0]}, lambda: decoder(*inputs))["layer"]
+    if not received or len(received[0]) < 4:
+        return
+    masks = {"self_mask": causal, "memory_mask": padding}
+    self_mask, memory_mask = (which_mask(given, masks) for given in received[0][2:4])
+    mistake = None
+    if self_mask == "memory_mask" or memory_mask == "self_mask":
+        mistake = (
+            "the layers got the masks swapped. A DecoderLayer takes self_mask (causal, target × target) for its "
+            "self-attention, then memory_mask (the source's padding, target × source) for its cross-attention; "
+            "pass them to every layer in that order"
+        )
+    elif inverted := {self_mask, memory_mask} & {"~self_mask", "~memory_mask"}:
+        mistake = inverted_mask(min(inverted), "layers")
+    elif self_mask == "no mask":
+        mistake = "the layers got no self_mask, so each position sees the future; pass both masks to every layer"
+    elif memory_mask == "no mask":
+        mistake = (
+            "the layers got no memory_mask, so their cross-attention attends to the source's padding; pass both "
+            "masks to every layer"
+        )
+    if mistake is not None:
+        raise CheckFailed(f"{call}: {mistake}.") from (None if failure is None else failure.__cause__)
 
 
 def _decoder_twin(decoder: nn.Module, norm_first: bool) -> nn.TransformerDecoder:
@@ -433,7 +454,7 @@ def _diagnose_model(model: nn.Module, inputs, norm_first: bool, call: str, failu
     cause = None if failure is None else failure.__cause__
     src, tgt, src_mask, tgt_mask = inputs
     parts = {name: getattr(model, name) for name in ("src_embedding", "tgt_embedding", "encoder", "decoder")}
-    received = _received_by(parts, lambda: model(*inputs))
+    received = received_by(parts, lambda: model(*inputs))
     mistake = _mistake_in_embeddings(received, src, tgt)
     if (
         mistake is None
@@ -449,10 +470,10 @@ def _diagnose_model(model: nn.Module, inputs, norm_first: bool, call: str, failu
         )
     masks = {"src_mask": src_mask, "tgt_mask": tgt_mask}
     if mistake is None and received["encoder"] and len(received["encoder"][0]) >= 2:
-        mistake = _encoder_mask_mistake(_which_mask(received["encoder"][0][1], masks))
+        mistake = _encoder_mask_mistake(which_mask(received["encoder"][0][1], masks))
     if mistake is None and received["decoder"] and len(received["decoder"][0]) >= 4:
         self_mask, memory_mask = received["decoder"][0][2:4]
-        mistake = _decoder_masks_mistake(_which_mask(self_mask, masks), _which_mask(memory_mask, masks))
+        mistake = _decoder_masks_mistake(which_mask(self_mask, masks), which_mask(memory_mask, masks))
     if mistake is not None:
         raise CheckFailed(f"{call}: {mistake}.") from cause
 
@@ -481,7 +502,7 @@ def _encoder_mask_mistake(given: str | None) -> str | None:
             "the encoder ignores src_mask, so its self-attention attends to the source's padding: encoder(x, src_mask)"
         )
     if given == "~src_mask":
-        return _inverted(given, "encoder")
+        return inverted_mask(given, "encoder")
     if given == "tgt_mask":
         return "the encoder got tgt_mask; its self-attention takes src_mask, the source's padding"
     return None
@@ -491,9 +512,9 @@ def _decoder_masks_mistake(self_mask: str | None, memory_mask: str | None) -> st
     if self_mask == "src_mask" or memory_mask == "tgt_mask":
         return SWAPPED_MODEL_MASKS
     if self_mask == "~tgt_mask":
-        return _inverted("~tgt_mask", "decoder's self-attention")
+        return inverted_mask("~tgt_mask", "decoder's self-attention")
     if memory_mask == "~src_mask":
-        return _inverted("~src_mask", "decoder's cross-attention")
+        return inverted_mask("~src_mask", "decoder's cross-attention")
     if self_mask == "no mask":
         return WHOLE_TARGET
     if memory_mask == "no mask":

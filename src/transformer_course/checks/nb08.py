@@ -123,6 +123,8 @@ def _diagnose_loss(loss, logits, target, pad_id: int, smoothing: float, call: st
     right = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (batch, n_tgt)
     wrong = -log_p.sum(-1) - right  # (batch, n_tgt): summed over the vocab - 1 wrong words
     spread_over_wrong_words = (1 - smoothing) * right + smoothing * wrong / (logits.shape[-1] - 1)
+    others = wrong + log_p[..., pad_id]  # (batch, n_tgt): summed over the vocab - 2 words neither right nor padding
+    annotated_transformer = (1 - smoothing) * right + smoothing * others / (logits.shape[-1] - 2)
     mistakes = {
         "padding positions count in your loss: leave out the positions where target == pad_id, and average "
         "over the real tokens only": _cross_entropy(logits, target, pad_id=-100, smoothing=smoothing),
@@ -136,6 +138,10 @@ def _diagnose_loss(loss, logits, target, pad_id: int, smoothing: float, call: st
         "vocab words, the right one too: (1 - smoothing) · one-hot + smoothing / vocab": (
             spread_over_wrong_words[target != pad_id].mean()
         ),
+        "you used the Annotated Transformer's convention, 1 - smoothing on the right word, 0 on the padding token "
+        "and smoothing / (vocab - 2) on each other word; here, as in PyTorch, smoothing / vocab goes to every one "
+        "of the vocab words, the right word and the padding token included, and the right word gets 1 - smoothing "
+        "on top": annotated_transformer[target != pad_id].mean(),
         "the loss has the wrong sign: it is the negative log-probability, which training makes smaller": (
             -_cross_entropy(logits, target, pad_id=pad_id, smoothing=smoothing)
         ),
@@ -217,6 +223,21 @@ def _diagnose_schedule(values: dict[int, float], peak: float, warmup: int) -> No
             f"learning_rate(step={4 * warmup}, ...) is peak / 4: it decays as warmup_steps / step; the schedule "
             "decays more slowly, as sqrt(warmup_steps / step) (peak / 2 at 4 × warmup_steps)."
         )
+    for shift, direction in ((1, "ahead"), (-1, "behind")):
+        steps = [step for step in values if step + shift >= 1]
+        if all(math.isclose(values[step], _schedule(step + shift, peak, warmup), rel_tol=1e-6) for step in steps):
+            step = steps[0]
+            raise CheckFailed(
+                f"learning_rate is one step {direction}: learning_rate(step={step}, peak={peak}, warmup_steps="
+                f"{warmup}) = {values[step]:.6g}, the value of step {step + shift}. Steps count from 1: step 1 gets "
+                "peak / warmup_steps, and step warmup_steps the peak."
+            )
+
+
+@oracle
+def _schedule(step: int, peak: float, warmup: int) -> float:
+    """The closed form: linear warm-up to the peak at step warmup, then peak · sqrt(warmup / step)."""
+    return peak * min(step / warmup, math.sqrt(warmup / step))
 
 
 # Decoding: models whose answers are known ----------------------------------------------------------------
@@ -416,6 +437,12 @@ def _diagnose_greedy(words, expected: torch.Tensor, max_len: int, call: str) -> 
     if words.shape[1] == max_len > expected.shape[1]:
         if torch.equal(words[:, : expected.shape[1]], expected):
             raise CheckFailed(f"{call}: stop as soon as every row has produced EOS; you went on to max_len.")
+    width = words.shape[1]
+    if 0 < width < expected.shape[1] and torch.equal(words, expected[:, :width]) and (words[:, -1] == EOS).any():
+        raise CheckFailed(
+            f"{call}: you stopped as soon as one row produced EOS, while other rows had not finished. Go on until "
+            "every row has produced EOS (or max_len words are written)."
+        )
     if words.shape == expected.shape and ((expected == PAD) & (words != PAD)).any():
         raise CheckFailed(
             f"{call}: a row went on after its EOS; once a row has produced EOS, its later places hold PAD."

@@ -3,6 +3,9 @@
 (Kept wrong answers are rejected: tests/test_wrong_answers.py.)
 """
 
+import itertools
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -11,11 +14,24 @@ from tests.stubs import raise_not_implemented
 from transformer_course.checks import CheckFailed, earlier_exercises_replaced, nb01, stand_ins
 
 
+@torch.no_grad()
+def softmax_into_a_preallocated_tensor(scores, dim=-1):
+    weights = torch.empty_like(scores)
+    torch.sub(scores, scores.max(dim=dim, keepdim=True).values, out=weights)
+    weights.exp_()
+    weights /= weights.sum(dim=dim, keepdim=True)
+    return weights
+
+
 def test_checks_accept_correct_answers_written_differently():
     nb01.check_softmax(lambda scores, dim=-1: F.softmax(scores, dim=dim))
+    nb01.check_softmax(softmax_into_a_preallocated_tensor)
     nb01.check_softmax(lambda scores, dim=-1: torch.exp(scores - torch.logsumexp(scores, dim=dim, keepdim=True)))
     nb01.check_attention_weights(lambda x: torch.softmax(torch.einsum("...id,...jd->...ij", x, x), dim=-1))
     nb01.check_self_attention(lambda x: torch.softmax(x @ x.mT, dim=-1) @ x)
+    nb01.check_self_attention(
+        torch.no_grad()(lambda x: torch.einsum("...ij,...jd->...id", torch.softmax(x @ x.mT, dim=-1), x))
+    )
     nb01.check_equivariance_gap(
         lambda f, x, perm: float((f(x.index_select(-2, perm)) - f(x).index_select(-2, perm)).abs().max())
     )
@@ -44,6 +60,7 @@ def test_a_crash_in_the_learners_code_is_named_and_kept_as_the_cause():
         nb01.check_softmax(broken)
     except CheckFailed as failure:
         assert "raised RuntimeError" in str(failure)
+        assert "keepdim" not in str(failure)  # not a reduction that lost its axis: no word about one
         assert isinstance(failure.__cause__, RuntimeError)
     else:
         raise AssertionError("a crashing softmax passed")
@@ -82,3 +99,22 @@ def test_a_result_that_overrides_torch_operations_is_not_trusted():
 
     with pytest.raises(CheckFailed, match="returned a Agreeable, which changes how PyTorch operations treat it"):
         nb01.check_softmax(softmax)
+
+
+def test_each_wrong_shift_of_the_large_scores_gives_its_own_result_so_each_gets_its_own_message():
+    results = nb01.wrongly_shifted_softmaxes(nb01.LARGE_SCORES)
+    assert results.keys() == nb01.SHIFTS.keys()
+    for name, result in results.items():
+        assert not torch.isfinite(result).all(), f"{name} gives finite weights: the check would not see it"
+    for first, second in itertools.combinations(results, 2):
+        assert not torch.allclose(results[first], results[second], atol=1e-5, equal_nan=True), (first, second)
+    assert torch.isfinite(torch.softmax(nb01.LARGE_SCORES, dim=-1)).all()
+
+
+def test_each_slip_of_the_gap_gives_its_own_value_on_the_worked_example():
+    x = torch.tensor([[4.0, 40.0, 400.0], [2.0, 20.0, 200.0], [1.0, 10.0, 100.0]])
+    gaps = nb01.running_sum_gaps(x, torch.tensor([2, 0, 1]))
+    assert gaps["gap"] == 600.0
+    assert set(gaps) == {"gap", *nb01.GAP_MISTAKES}
+    values = sorted(gaps.values())
+    assert all(not math.isclose(a, b, rel_tol=1e-3) for a, b in itertools.pairwise(values))

@@ -178,6 +178,22 @@ def test_a_decorated_answer_finds_the_correct_earlier_exercises(tmp_path):
     assert "test_softmax" not in verdict.passed
 
 
+def test_a_module_converted_by_the_judge_is_converted_where_the_student_code_runs(tmp_path):
+    """A check's gradcheck calls module.double(); the learner's forward, which runs in the student's process, must see
+    float64 parameters, or a correct F.layer_norm answer fails with a mixed-dtype error."""
+    cells = [sealed_run.role("course", "setup", "import torch\nfrom torch import nn")]
+    norm = (
+        "class Norm(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.gain = nn.Parameter(torch.ones(3))\n"
+        "    def forward(self, x):\n        return nn.functional.layer_norm(x, (3,), self.gain)\n"
+    )
+    cells.append(sealed_run.role("student", "answer", norm))
+    test = "norm = Norm().double()\nassert norm(torch.ones(2, 3, dtype=torch.float64)).dtype == torch.float64"
+    cells.append(sealed_run.role("test", "test_norm", test))
+    verdict = sealed_run.verify(cells, tmp_path, 60.0, Sandbox(), None)
+    assert verdict.passed == {"test_norm"}, verdict.findings
+
+
 def test_an_untouched_submission_has_nothing_structural_to_report():
     _, released, submitted = notebooks()
     assert structure.compare(released, submitted) == []

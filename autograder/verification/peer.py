@@ -507,7 +507,9 @@ class Peer:
         state = {(number, "training", ""): bool(module.training)}
         for kind, table in (("parameter", module._parameters), ("buffer", module._buffers)):
             for name, tensor in table.items():
-                state[number, kind, name] = (id(tensor), getattr(tensor, "_version", 0))
+                # .data replaced (module.double(), .to()) keeps the object and its version, not its storage
+                storage = tensor.data_ptr() if tensor is not None else None
+                state[number, kind, name] = (id(tensor), getattr(tensor, "_version", 0), storage)
         return state
 
     def changes(self) -> list:
@@ -579,7 +581,10 @@ class Peer:
                 current = table.get(name)
                 with torch.no_grad():
                     if current is not None and value is not None and current.shape == value.shape:
-                        current.copy_(value)
+                        if current.dtype == value.dtype:
+                            current.copy_(value)
+                        else:  # module.double(): as Module._apply does, same tensor object, new data
+                            current.data = value
                     elif kind == "parameter":
                         table[name] = None if value is None else torch.nn.Parameter(value)
                     else:

@@ -11,7 +11,7 @@ ASSIGNMENT = "01_self_attention_averaging"
 # Exercise 1: softmax -------------------------------------------------------------------------------------
 
 
-@wrong_answer("softmax", message="gives nan or inf")
+@wrong_answer("softmax", message="without a shift")
 def softmax_without_subtracting_the_maximum(scores, dim=-1):
     exps = torch.exp(scores)
     return exps / exps.sum(dim=dim, keepdim=True)
@@ -20,6 +20,36 @@ def softmax_without_subtracting_the_maximum(scores, dim=-1):
 @wrong_answer("softmax", message="not of the whole tensor")
 def softmax_subtracting_the_maximum_of_the_whole_tensor(scores, dim=-1):
     exps = torch.exp(scores - scores.max())
+    return exps / exps.sum(dim=dim, keepdim=True)
+
+
+@wrong_answer("softmax", message="subtracting the minimum of the whole tensor")
+def softmax_subtracting_the_minimum_of_the_whole_tensor(scores, dim=-1):
+    exps = torch.exp(scores - scores.min())
+    return exps / exps.sum(dim=dim, keepdim=True)
+
+
+@wrong_answer("softmax", message="subtracting each row's minimum")
+def softmax_subtracting_the_minimum_of_each_row(scores, dim=-1):
+    exps = torch.exp(scores - scores.amin(dim=dim, keepdim=True))
+    return exps / exps.sum(dim=dim, keepdim=True)
+
+
+@wrong_answer("softmax", message="subtracting each row's mean")
+def softmax_subtracting_the_mean_of_each_row(scores, dim=-1):
+    exps = torch.exp(scores - scores.mean(dim=dim, keepdim=True))
+    return exps / exps.sum(dim=dim, keepdim=True)
+
+
+@wrong_answer("softmax", message="all the exponentials of a row underflowed to 0")
+def softmax_subtracting_the_largest_absolute_score(scores, dim=-1):
+    exps = torch.exp(scores - scores.abs().amax(dim=dim, keepdim=True))
+    return exps / exps.sum(dim=dim, keepdim=True)
+
+
+@wrong_answer("softmax", message="for moderate scores but not for these large ones")
+def softmax_clipping_the_scores(scores, dim=-1):
+    exps = torch.exp(scores.clamp(-80, 80))
     return exps / exps.sum(dim=dim, keepdim=True)
 
 
@@ -41,9 +71,21 @@ def softmax_subtracting_in_place(scores, dim=-1):
     return exps / exps.sum(dim=dim, keepdim=True)
 
 
-@wrong_answer("softmax", message="raised RuntimeError")
+@wrong_answer("softmax", message="Without keepdim=True the axis is gone, shape (2, 3)")
 def softmax_maximum_without_keepdim(scores, dim=-1):
     exps = torch.exp(scores - scores.amax(dim=dim))
+    return exps / exps.sum(dim=dim, keepdim=True)
+
+
+@wrong_answer("softmax", message="which is its place only for dim=-1")
+def softmax_putting_the_axis_back_at_the_end(scores, dim=-1):
+    exps = torch.exp(scores - scores.amax(dim=dim).unsqueeze(-1))
+    return exps / exps.sum(dim=dim).unsqueeze(-1)
+
+
+@wrong_answer("softmax", message="return a pair, (values, indices)")
+def softmax_subtracting_the_pair_that_max_returns(scores, dim=-1):
+    exps = torch.exp(scores - scores.max(dim=dim, keepdim=True))
     return exps / exps.sum(dim=dim, keepdim=True)
 
 
@@ -70,7 +112,7 @@ def weights_without_softmax(x):
     return x @ x.transpose(-2, -1)
 
 
-@wrong_answer("attention_weights", message="not on a batch")
+@wrong_answer("attention_weights", message="x.T reverses all the axes")
 def weights_transposing_all_axes(x):
     return softmax(x @ x.T, dim=-1)
 
@@ -93,6 +135,17 @@ def outputs_are_the_weights(x):
     return attention_weights(x)
 
 
+@wrong_answer("self_attention", message="returned a tuple")
+def outputs_returned_with_the_weights(x):
+    weights = attention_weights(x)
+    return weights @ x, weights
+
+
+@wrong_answer("self_attention", message="torch.mm takes 2-D matrices only")
+def outputs_with_a_matrix_only_product(x):
+    return torch.mm(attention_weights(x), x)
+
+
 # Exercise 4: equivariance_gap ----------------------------------------------------------------------------
 
 
@@ -101,17 +154,32 @@ def gap_permuting_the_features(f, x, perm):
     return (f(x[..., perm]) - f(x)[..., perm]).abs().max().item()
 
 
-@wrong_answer("equivariance_gap", message="expected 600, got 300")
+@wrong_answer("equivariance_gap", message="expected 600, got 300: you reordered the positions on one side only")
 def gap_without_permuting_the_output(f, x, perm):
     return (f(x[..., perm, :]) - f(x)).abs().max().item()
 
 
-@wrong_answer("equivariance_gap", message="expected 600, got 100")
+@wrong_answer("equivariance_gap", message="expected 600, got 100: you took the largest signed difference")
 def gap_without_absolute_value(f, x, perm):
     return (f(x[..., perm, :]) - f(x)[..., perm, :]).max().item()
 
 
-@wrong_answer("equivariance_gap", message="not on a batch")
+@wrong_answer("equivariance_gap", message="got 500: you reordered the output by the inverse permutation")
+def gap_reordering_the_output_by_the_inverse_permutation(f, x, perm):
+    return (f(x[..., perm, :]) - f(x)[..., perm.argsort(), :]).abs().max().item()
+
+
+@wrong_answer("equivariance_gap", message="you averaged the absolute differences")
+def gap_as_the_mean_difference(f, x, perm):
+    return (f(x[..., perm, :]) - f(x)[..., perm, :]).abs().mean().item()
+
+
+@wrong_answer("equivariance_gap", message="you took the norm of all the differences")
+def gap_as_the_norm_of_the_differences(f, x, perm):
+    return (f(x[..., perm, :]) - f(x)[..., perm, :]).norm().item()
+
+
+@wrong_answer("equivariance_gap", message="x[perm] reorders axis 0")
 def gap_permuting_the_first_axis(f, x, perm):
     return (f(x[perm]) - f(x)[perm]).abs().max().item()
 

@@ -26,8 +26,12 @@ from .recordings import oracle
 
 BATCH_HINT = (
     "It works on one sequence but not on a batch: the positions are always axis -2 and the features axis -1, "
-    "whatever leading batch axes come first (use x.transpose(-2, -1) or x.mT, not x.T, and x[..., perm, :])."
+    "whatever leading batch axes come first, so name the axes counted from the end."
 )
+MATRIX_HINT = (
+    " torch.mm takes 2-D matrices only, and x.T reverses all the axes: on a batch it moves the batch axis too."
+)
+REORDER_HINT = " x[perm] reorders axis 0: on a batch that is the batch axis, not the positions."
 
 
 @oracle
@@ -36,15 +40,84 @@ def unscaled_self_attention(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor
     return pytorch_attention(x, x, x, mask=None, scale=1.0)  # (..., seq, d), (..., seq, seq)
 
 
-def _on_batch(check: Callable[[], None]) -> None:
-    """Run a check on batched inputs, adding the usual batching hint to its failure."""
+def _on_batch(check: Callable[[], None], culprit: str) -> None:
+    """Run a check on batched inputs, adding the usual batching hint, and its usual culprit, to its failure."""
     try:
         check()
     except CheckFailed as failure:
-        raise CheckFailed(f"{failure}\n{BATCH_HINT}") from failure
+        raise CheckFailed(f"{failure}\n{BATCH_HINT}{culprit}") from failure
 
 
 # Exercise 1 ---------------------------------------------------------------------------------------------
+
+# Large scores, one row per way to go wrong: a shift by anything but each row's own maximum gives nan in some row,
+# and each of the shifts in SHIFTS gives nan in a different set of rows.
+LARGE_SCORES = torch.tensor(
+    [
+        [1000.0, 0.0, -1000.0],
+        [-1000.0, -1000.0, -1000.0],
+        [100.0, 0.0, 0.0],
+        [1000.0, 1000.0, 999.0],
+        [-1000.0, -1000.0, 0.0],
+    ]
+)  # (5, 3)
+LARGE_CALL = (
+    "softmax(scores, dim=-1) with scores = [[1000, 0, -1000], [-1000, -1000, -1000], [100, 0, 0], "
+    "[1000, 1000, 999], [-1000, -1000, 0]]"
+)
+SUBTRACT_THE_ROW_MAXIMUM = (
+    "Subtract the maximum of each row (along dim, keepdim=True) before exponentiating: every shifted score is then "
+    "at most 0, the largest exponential of each row is exp(0) = 1, and the softmax is unchanged."
+)
+# What each wrong shift does to LARGE_SCORES, in the learner's words (float32's largest number is about 3.4e38,
+# so exp(s) is inf for s above about 88.7, and exp(s) is 0 for s below about -103).
+SHIFTS = {
+    "none": (
+        "your weights are what exponentiating the scores without a shift gives: exp(1000) and exp(100) overflow "
+        "float32 to inf (and inf / inf is nan), while every exponential of the row of -1000s underflows to 0 "
+        "(and 0 / 0 is nan). " + SUBTRACT_THE_ROW_MAXIMUM
+    ),
+    "whole-tensor maximum": (
+        "your weights are what subtracting the maximum of the whole tensor (1000) gives: the rows [-1000, -1000, "
+        "-1000], [100, 0, 0] and [-1000, -1000, 0] lie far below it, all their exponentials underflow to 0, and "
+        "each of them becomes 0 / 0 = nan. Subtract the maximum of each row (along dim, keepdim=True), not of the "
+        "whole tensor: then every row has an exponential of exactly 1."
+    ),
+    "whole-tensor minimum": (
+        "your weights are what subtracting the minimum of the whole tensor (-1000) gives: that raises every score "
+        "by 1000, so the exponential of every score above about -911 overflows to inf (inf / inf is nan). "
+        + SUBTRACT_THE_ROW_MAXIMUM
+    ),
+    "row minimum": (
+        "your weights are what subtracting each row's minimum gives: the other scores of the row stay large and "
+        "positive (the row [1000, 0, -1000] becomes [2000, 1000, 0]), so their exponentials overflow to inf "
+        "(inf / inf is nan). Subtract the maximum instead: every shifted score is then at most 0, the largest "
+        "exponential of each row is exp(0) = 1, and the softmax is unchanged."
+    ),
+    "row mean": (
+        "your weights are what subtracting each row's mean gives: a score far above its row's mean still "
+        "overflows (the row [1000, 0, -1000] has mean 0, and exp(1000) is inf). Subtract the maximum instead: "
+        "every shifted score is then at most 0, the largest exponential of each row is exp(0) = 1, and the "
+        "softmax is unchanged."
+    ),
+}
+
+
+@oracle
+def wrongly_shifted_softmaxes(scores: torch.Tensor) -> dict[str, torch.Tensor]:
+    """What the softmax of ``scores`` along the last axis comes out as in float32 with each shift of SHIFTS."""
+    shifts = {
+        "none": torch.zeros(()),
+        "whole-tensor maximum": scores.max(),
+        "whole-tensor minimum": scores.min(),
+        "row minimum": scores.amin(dim=-1, keepdim=True),
+        "row mean": scores.mean(dim=-1, keepdim=True),
+    }
+    results = {}
+    for name, shift in shifts.items():
+        exps = torch.exp(scores - shift)  # may overflow to inf or underflow to 0: that is what is being shown
+        results[name] = exps / exps.sum(dim=-1, keepdim=True)
+    return results
 
 
 @learner_facing
@@ -55,21 +128,48 @@ def check_softmax(softmax: Callable, seed: int = 0, shape: tuple[int, ...] = (2,
         _check_softmax_values(softmax, scores, dim)
 
     log_of_1_to_4 = torch.log(torch.tensor([[1.0, 2.0, 3.0, 4.0]]))  # (1, 4)
-    weights = call_learner(softmax, log_of_1_to_4, dim=-1, call="softmax(log([[1, 2, 3, 4]]), dim=-1)")
+    weights = _call_softmax(softmax, log_of_1_to_4, -1, "softmax(log([[1, 2, 3, 4]]), dim=-1)")
     expect_close(weights, torch.tensor([[0.1, 0.2, 0.3, 0.4]]), "softmax(log([[1, 2, 3, 4]]))")
 
     _check_softmax_large_scores(softmax)
 
     scores64 = seeded_randn(3, 4, seed=seed + 1, dtype=torch.float64)  # (3, 4)
-    call = "softmax(scores, dim=-1) on float64 scores"
-    weights64 = call_learner(softmax, scores64, dim=-1, call=call)
+    weights64 = _call_softmax(softmax, scores64, -1, "softmax(scores, dim=-1) on float64 scores")
     expect_tensor(weights64, "softmax", scores64.shape, torch.float64)
     passed("softmax", "matches torch.softmax along every dim, stays finite for scores of ±1000")
 
 
+def _call_softmax(softmax: Callable, scores: torch.Tensor, dim: int, call: str):
+    """Call the learner's softmax; name the two crashes a softmax commonly has, a reduction that lost its axis and
+    torch.max's (values, indices) pair used as a tensor."""
+    try:
+        return call_learner(softmax, scores, dim=dim, call=call)
+    except CheckFailed as failure:
+        error = failure.__cause__
+        if isinstance(error, RuntimeError) and "must match the size of tensor" in str(error):
+            axis = dim % scores.ndim
+            kept = [1 if i == axis else size for i, size in enumerate(scores.shape)]
+            dropped = [size for i, size in enumerate(scores.shape) if i != axis]
+            raise CheckFailed(
+                f"{failure}\nPyTorch could not line up two shapes. In a softmax that usually means that the maximum "
+                f"or the sum along dim does not have its axis where the scores have it. Along dim={dim}, scores of "
+                f"shape {shape_of(scores)} reduce to shape {shape_of(kept)} with keepdim=True, which broadcasts "
+                f"against the scores whatever dim is. Without keepdim=True the axis is gone, shape "
+                f"{shape_of(dropped)}, and unsqueeze(-1) puts it back at the end, shape {shape_of([*dropped, 1])}, "
+                "which is its place only for dim=-1."
+            ) from error
+        if isinstance(error, TypeError) and "torch.return_types." in str(error):
+            raise CheckFailed(
+                f"{failure}\ntorch.max and torch.min (and scores.max, scores.min) called with a dim return a pair, "
+                "(values, indices), not a tensor: use the pair's .values, or torch.amax and torch.amin, which "
+                "return the values only."
+            ) from error
+        raise
+
+
 def _check_softmax_values(softmax: Callable, scores: torch.Tensor, dim: int) -> None:
     call = f"softmax(scores, dim={dim}) with scores of shape {shape_of(scores)}"
-    weights = call_learner(softmax, scores, dim=dim, call=call)
+    weights = _call_softmax(softmax, scores, dim, call)
     expect_tensor(weights, "softmax", scores.shape, scores.dtype)
     if not rows_sum_to(weights, dim=dim):
         summed_axes = [axis for axis in range(scores.ndim) if rows_sum_to(weights, dim=axis)]
@@ -86,18 +186,25 @@ def _check_softmax_values(softmax: Callable, scores: torch.Tensor, dim: int) -> 
 
 
 def _check_softmax_large_scores(softmax: Callable) -> None:
-    # Rows of very different size in one tensor: a maximum over the whole tensor is not enough.
-    large = torch.tensor([[1000.0, 0.0, -1000.0], [-1000.0, -1000.0, -1000.0], [1000.0, 1000.0, 999.0]])
-    call = "softmax(scores, dim=-1) with scores of ±1000"
-    weights = call_learner(softmax, large, dim=-1, call=call)
-    expect_tensor(weights, "softmax", large.shape, large.dtype)
+    weights = _call_softmax(softmax, LARGE_SCORES, -1, LARGE_CALL)
+    expect_tensor(weights, "softmax", LARGE_SCORES.shape, LARGE_SCORES.dtype)
     if not torch.isfinite(weights).all():
+        for shift, result in wrongly_shifted_softmaxes(LARGE_SCORES).items():
+            if torch.allclose(weights, result, atol=1e-5, equal_nan=True):
+                raise CheckFailed(f"{LARGE_CALL} gives nan or inf: {SHIFTS[shift]}")
         raise CheckFailed(
-            f"{call} gives nan or inf: exp(1000) overflows float32 and exp(-1000) underflows to 0. Subtract "
-            "the maximum of each row (along dim, keepdim=True), not of the whole tensor, before "
-            "exponentiating; the result is mathematically the same."
+            f"{LARGE_CALL} gives nan or inf: an exponential overflowed to inf (in float32, exp of a number above "
+            "about 88.7 does) or all the exponentials of a row underflowed to 0 (0 / 0 is nan). "
+            + SUBTRACT_THE_ROW_MAXIMUM
         )
-    expect_close(weights, torch.softmax(large, dim=-1), f"{call}, compared with torch.softmax")
+    try:
+        expect_close(weights, torch.softmax(LARGE_SCORES, dim=-1), f"{LARGE_CALL}, compared with torch.softmax")
+    except CheckFailed as failure:
+        raise CheckFailed(
+            f"{failure}\nYour softmax matches torch.softmax for moderate scores but not for these large ones. "
+            "Subtracting one number from every score of a row leaves the softmax unchanged; anything else done to "
+            "large scores (clipping them to a range, for example) changes the weights."
+        ) from failure
 
 
 # Exercise 2 ---------------------------------------------------------------------------------------------
@@ -108,7 +215,7 @@ def check_attention_weights(attention_weights: Callable, seed: int = 0) -> None:
     """Check the (..., seq, seq) weights softmax_j(x_i · x_j) on one sequence, a batch and closed-form values."""
     with earlier_exercises_replaced(attention_weights, "softmax"):
         _check_weights_on(attention_weights, seeded_randn(5, 3, seed=seed))
-        _on_batch(lambda: _check_weights_on(attention_weights, seeded_randn(2, 4, 5, 3, seed=seed + 1)))
+        _on_batch(lambda: _check_weights_on(attention_weights, seeded_randn(2, 4, 5, 3, seed=seed + 1)), MATRIX_HINT)
 
         two_unit_vectors = torch.tensor([[1.0, 0.0], [0.0, 1.0]])  # (2, 2)
         weights = call_learner(attention_weights, two_unit_vectors, call="attention_weights([[1, 0], [0, 1]])")
@@ -156,7 +263,7 @@ def check_self_attention(self_attention: Callable, seed: int = 0) -> None:
     """Check y = W x, each output a weighted average of all inputs, for one sequence and a batch."""
     with earlier_exercises_replaced(self_attention, "softmax", "attention_weights"):
         _check_outputs_on(self_attention, seeded_randn(5, 3, seed=seed))
-        _on_batch(lambda: _check_outputs_on(self_attention, seeded_randn(2, 4, 5, 3, seed=seed + 1)))
+        _on_batch(lambda: _check_outputs_on(self_attention, seeded_randn(2, 4, 5, 3, seed=seed + 1)), MATRIX_HINT)
     passed("self_attention", "every output is the weighted average of all inputs, also for batches")
 
 
@@ -195,6 +302,34 @@ def running_sum(x: torch.Tensor) -> torch.Tensor:
     return x.cumsum(dim=-2)  # (..., seq, d)
 
 
+# What common slips make of the gap, by the name running_sum_gaps gives them, in the learner's words.
+GAP_MISTAKES = {
+    "one side reordered": "you reordered the positions on one side only; reorder them on both sides, the input "
+    "before f and the output f(x) after it, with the same perm",
+    "inverse permutation": "you reordered the output by the inverse permutation (argsort of perm); reorder the "
+    "input and the output by the same perm",
+    "signed maximum": "you took the largest signed difference; take the absolute value of every difference, then "
+    "the largest of them",
+    "mean": "you averaged the absolute differences; the gap is the largest of them, not their mean",
+    "norm": "you took the norm of all the differences; the gap is the largest absolute difference, not a norm",
+}
+
+
+@oracle
+def running_sum_gaps(x: torch.Tensor, perm: torch.Tensor) -> dict[str, float]:
+    """The equivariance gap of running_sum at (x, perm) under "gap", and what each slip of GAP_MISTAKES gives."""
+    reordered_first = running_sum(x[..., perm, :])  # (..., seq, d)
+    differences = reordered_first - running_sum(x)[..., perm, :]  # (..., seq, d)
+    return {
+        "gap": differences.abs().max().item(),
+        "one side reordered": (reordered_first - running_sum(x)).abs().max().item(),
+        "inverse permutation": (reordered_first - running_sum(x)[..., perm.argsort(), :]).abs().max().item(),
+        "signed maximum": differences.max().item(),
+        "mean": differences.abs().mean().item(),
+        "norm": differences.norm().item(),
+    }
+
+
 @learner_facing
 def check_equivariance_gap(equivariance_gap: Callable, seed: int = 0) -> None:
     """Check the gap max |f(x[perm]) - f(x)[perm]| on hand-worked values and on self-attention."""
@@ -206,14 +341,14 @@ def check_equivariance_gap(equivariance_gap: Callable, seed: int = 0) -> None:
     if gap == 0:
         raise CheckFailed(
             "equivariance_gap(running_sum, x, perm) is 0, but a running sum over positions depends on their "
-            "order. Reorder the positions (axis -2: x[..., perm, :]), not the features, in the input and "
-            "in the output."
+            "order, so reordering the positions must change it. Reorder the positions (axis -2), not the "
+            "features (axis -1): a running sum treats every feature alike, so reordering the features gives a "
+            "gap of 0, as does reordering nothing."
         )
-    _expect_gap(
-        gap,
-        600.0,
-        "equivariance_gap(running_sum, x, perm) with x = [[4, 40, 400], [2, 20, 200], [1, 10, 100]], perm = [2, 0, 1]",
+    worked_call = (
+        "equivariance_gap(running_sum, x, perm) with x = [[4, 40, 400], [2, 20, 200], [1, 10, 100]], perm = [2, 0, 1]"
     )
+    _expect_gap(gap, 600.0, worked_call, slips=running_sum_gaps(x, perm))
 
     batch = torch.stack([x, 2 * x])  # (batch 2, seq 3, d 3)
     _on_batch(
@@ -221,19 +356,17 @@ def check_equivariance_gap(equivariance_gap: Callable, seed: int = 0) -> None:
             _gap_of(equivariance_gap, running_sum, batch, perm, "running_sum"),
             1200.0,
             "equivariance_gap(running_sum, x, perm) on a batch of the same x and 2x",
-        )
+        ),
+        REORDER_HINT,
     )
 
     # Drawn with the seed, so that no formula fitted to the worked example passes: the gap by its definition.
     drawn = 100 * seeded_randn(3, 5, 2, seed=seed + 1)  # (batch 3, seq 5, d 2)
     order = torch.randperm(5, generator=torch.Generator().manual_seed(seed + 1))
-    expected = (running_sum(drawn[..., order, :]) - running_sum(drawn)[..., order, :]).abs().max().item()
-    _on_batch(
-        lambda: _expect_gap(
-            _gap_of(equivariance_gap, running_sum, drawn, order, "running_sum"),
-            expected,
-            f"equivariance_gap(running_sum, x, perm) with x (3, 5, 2) and perm {order.tolist()} drawn at random",
-        )
+    _expect_gap(
+        _gap_of(equivariance_gap, running_sum, drawn, order, "running_sum"),
+        running_sum_gaps(drawn, order)["gap"],
+        f"equivariance_gap(running_sum, x, perm) with x (3, 5, 2) and perm {order.tolist()} drawn at random",
     )
 
     sequences = seeded_randn(2, 6, 4, seed=seed)  # (batch 2, seq 6, d 4)
@@ -246,7 +379,7 @@ def check_equivariance_gap(equivariance_gap: Callable, seed: int = 0) -> None:
     if not 0 <= gap < 1e-4:
         raise CheckFailed(
             f"equivariance_gap(self_attention, x, perm) is {gap:.3g} for a batch of shape (2, 6, 4), but "
-            f"self-attention is permutation-equivariant, so the gap must be about 0.\n{BATCH_HINT}"
+            "self-attention is permutation-equivariant, so the gap must be about 0 (up to rounding)."
         )
     passed("equivariance_gap", "a running sum is not permutation-equivariant, self-attention is")
 
@@ -258,7 +391,7 @@ def _gap_of(equivariance_gap: Callable, f: Callable, x: torch.Tensor, perm: torc
         if gap.numel() != 1:
             raise CheckFailed(
                 f"{call} returned a tensor of shape {shape_of(gap)}; return one number, the largest absolute "
-                "difference (for example with .abs().max())."
+                "difference."
             )
         return gap.item()
     if not isinstance(gap, int | float):
@@ -266,12 +399,16 @@ def _gap_of(equivariance_gap: Callable, f: Callable, x: torch.Tensor, perm: torc
     return float(gap)
 
 
-def _expect_gap(gap: float, expected: float, call: str) -> None:
+def _expect_gap(gap: float, expected: float, call: str, slips: dict[str, float] | None = None) -> None:
     if gap < 0:
         raise CheckFailed(f"{call} is {gap:g}, a negative gap; take the absolute difference before the maximum.")
-    if not math.isclose(gap, expected, rel_tol=1e-5):
-        raise CheckFailed(
-            f"{call}: expected {expected:g}, got {gap:g}. Compare f(x[..., perm, :]) with f(x)[..., perm, :]: "
-            "the same permutation applied to the input before f and to the output after f, and return the "
-            "largest absolute difference."
-        )
+    if math.isclose(gap, expected, rel_tol=1e-5):
+        return
+    for slip, mistake in GAP_MISTAKES.items():
+        if slips is not None and math.isclose(gap, slips[slip], rel_tol=1e-5):
+            raise CheckFailed(f"{call}: expected {expected:g}, got {gap:g}: {mistake}.")
+    raise CheckFailed(
+        f"{call}: expected {expected:g}, got {gap:g}. Reorder the positions (axis -2) of the input by perm before "
+        "f, reorder the positions of f(x) by the same perm after f, and return the largest absolute difference "
+        "between the two."
+    )

@@ -57,6 +57,64 @@ class AttentionWithZeroBias(AttentionWithEinsum):
             nn.init.zeros_(layer.bias)
 
 
+@torch.no_grad()  # an entropy to look at need not be differentiable
+def entropy_by_where(weights):
+    terms = torch.where(weights > 0, weights * weights.log(), torch.zeros_like(weights))
+    return -terms.sum(dim=-1)
+
+
+def attention_with_bmm(q, k, v, mask=None):
+    """Batch axes flattened into one for torch.bmm, and PyTorch's own attention for the outputs."""
+    batch, (n_q, d_k), n_k = q.shape[:-2], q.shape[-2:], k.shape[-2]
+    scores = torch.bmm(q.reshape(-1, n_q, d_k), k.reshape(-1, n_k, d_k).transpose(1, 2)) / d_k**0.5
+    scores = scores.reshape(*batch, n_q, n_k)
+    if mask is not None:
+        scores = scores.masked_fill(mask.logical_not(), float("-inf"))
+    outputs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return outputs, scores.softmax(dim=-1)
+
+
+class AttentionWithMatrices(nn.Module):
+    """Bare nn.Parameter matrices of shape (d_model, d_out), applied as x @ W, as the notebook's formulas write it."""
+
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Parameter(torch.randn(d_model, d_k) / d_model**0.5)
+        self.key = nn.Parameter(torch.randn(d_model, d_k) / d_model**0.5)
+        self.value = nn.Parameter(torch.randn(d_model, d_v) / d_model**0.5)
+
+    def forward(self, x, context=None, mask=None):
+        source = x if context is None else context
+        scores = torch.einsum("...qd,...kd->...qk", x @ self.query, source @ self.key) / self.query.shape[1] ** 0.5
+        if mask is not None:
+            scores = torch.where(mask, scores, torch.finfo(scores.dtype).min)
+        weights = scores.softmax(dim=-1)
+        return weights @ (source @ self.value), weights
+
+
+class AttentionWithMatricesInLinearsLayout(nn.Module):
+    """nn.Parameter matrices of shape (d_out, d_model), nn.Linear's layout, applied with F.linear."""
+
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query, self.key = (nn.Parameter(torch.randn(d_k, d_model)) for _ in range(2))
+        self.value = nn.Parameter(torch.randn(d_v, d_model))
+
+    def forward(self, x, context=None, mask=None):
+        if context is None:
+            context = x
+        q, k, v = F.linear(x, self.query), F.linear(context, self.key), F.linear(context, self.value)
+        return attention_with_matmul_and_where(q, k, v, mask)
+
+
+class AttentionWithFusedProjection(AttentionWithEinsum):
+    """One layer for the three projections, split after: correct, but the check cannot find self.query."""
+
+    def __init__(self, d_model, d_k, d_v):
+        nn.Module.__init__(self)
+        self.qkv = nn.Linear(d_model, 2 * d_k + d_v, bias=False)
+
+
 def test_checks_accept_correct_answers_written_differently():
     nb02.check_attention_entropy(lambda weights: torch.distributions.Categorical(probs=weights).entropy())
     nb02.check_attention_entropy(entropy_by_clamping)
@@ -64,6 +122,15 @@ def test_checks_accept_correct_answers_written_differently():
     nb02.check_scaled_dot_product_attention(attention_with_matmul_and_where)
     nb02.check_single_head_attention(AttentionWithEinsum)
     nb02.check_single_head_attention(AttentionWithZeroBias)
+    nb02.check_attention_entropy(entropy_by_where)
+    nb02.check_scaled_dot_product_attention(attention_with_bmm)
+    nb02.check_single_head_attention(AttentionWithMatrices)
+    nb02.check_single_head_attention(AttentionWithMatricesInLinearsLayout)
+
+
+def test_projections_the_check_cannot_find_are_told_what_it_needs():
+    with pytest.raises(CheckFailed, match=r"self.query is nothing\. The check gives .* nn.Linear without bias or an"):
+        nb02.check_single_head_attention(AttentionWithFusedProjection)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 577, 1729, 8128])
@@ -71,6 +138,7 @@ def test_correct_answers_pass_for_the_hidden_seeds(seed):
     nb02.check_attention_entropy(entropy_by_clamping, seed=seed)
     nb02.check_scaled_dot_product_attention(attention_with_einsum, seed=seed)
     nb02.check_single_head_attention(AttentionWithEinsum, seed=seed)
+    nb02.check_single_head_attention(AttentionWithMatrices, seed=seed)
 
 
 def test_the_reference_attention_is_pytorchs():

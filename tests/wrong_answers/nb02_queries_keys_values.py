@@ -34,9 +34,34 @@ def entropy_without_minus_sign(weights):
     return torch.special.xlogy(weights, weights).sum(dim=-1)
 
 
-@wrong_answer("attention_entropy", message="expected (2)")
+@wrong_answer("attention_entropy", message="you summed over the queries axis")
 def entropy_summed_over_queries(weights):
     return -torch.special.xlogy(weights, weights).sum(dim=-2)
+
+
+@wrong_answer("attention_entropy", message="no keepdim")
+def entropy_keeping_the_summed_axis(weights):
+    return -torch.special.xlogy(weights, weights).sum(dim=-1, keepdim=True)
+
+
+@wrong_answer("attention_entropy", message="you summed over every axis")
+def entropy_of_the_whole_tensor(weights):
+    return -torch.special.xlogy(weights, weights).sum()
+
+
+@wrong_answer("attention_entropy", message="you used log base 10")
+def entropy_with_log10(weights):
+    return -(weights * torch.log10(weights)).nan_to_num(0.0).sum(dim=-1)
+
+
+@wrong_answer("attention_entropy", message="that is -Σ w log(1 + w)")
+def entropy_with_log_of_one_plus_w(weights):
+    return -(weights * torch.log(1 + weights)).sum(dim=-1)
+
+
+@wrong_answer("attention_entropy", message="and some rows are negative: an entropy never is")
+def entropy_averaged_and_without_minus_sign(weights):
+    return torch.special.xlogy(weights, weights).mean(dim=-1)
 
 
 # Exercise 2: scaled_dot_product_attention ----------------------------------------------------------------
@@ -111,6 +136,61 @@ def attention_with_inverted_mask(q, k, v, mask=None):
     if mask is not None:
         scores = scores.masked_fill(mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="the mask changed nothing")
+def attention_discarding_the_masked_scores(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="your mask is inverted")
+def attention_with_inverted_mask_and_finfo_min(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="asks the tensor mask for a single truth value")
+def attention_asking_the_mask_for_its_truth(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="returns (weights, outputs)")
+def attention_returning_weights_first(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights, weights @ v
+
+
+@wrong_answer("scaled_dot_product_attention", message="does not require gradients")
+def attention_without_gradients(q, k, v, mask=None):
+    with torch.no_grad():
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="no gradient reaches q or k")
+def attention_with_detached_weights(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1).detach()
     return weights @ v, weights
 
 
@@ -240,3 +320,126 @@ class AttentionWithBiasedProjections(nn.Module):
     def forward(self, x, context=None, mask=None):
         context = x if context is None else context
         return scaled_dot_product_attention(self.query(x), self.key(context), self.value(context), mask)
+
+
+@wrong_answer("SingleHeadAttention", message="self.query and self.key share one parameter")
+class AttentionWithOneLayerForQueriesAndKeys(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = self.query
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        return scaled_dot_product_attention(self.query(x), self.key(context), self.value(context), mask)
+
+
+@wrong_answer("SingleHeadAttention", message="does not require gradients")
+class AttentionWithoutGradients(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    @torch.no_grad()
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        return scaled_dot_product_attention(self.query(x), self.key(context), self.value(context), mask)
+
+
+@wrong_answer("SingleHeadAttention", message="asks the tensor context for a single truth value")
+class AttentionAskingTheContextForItsTruth(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = context or x
+        return scaled_dot_product_attention(self.query(x), self.key(context), self.value(context), mask)
+
+
+@wrong_answer("SingleHeadAttention", message="the mask changed nothing")
+class AttentionIgnoringTheMask(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        return scaled_dot_product_attention(self.query(x), self.key(context), self.value(context))
+
+
+@wrong_answer("SingleHeadAttention", message="your mask is inverted")
+class AttentionWithInvertedMask(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        blocked = None if mask is None else ~mask
+        return scaled_dot_product_attention(self.query(x), self.key(context), self.value(context), blocked)
+
+
+@wrong_answer("SingleHeadAttention", message="they were scaled twice")
+class AttentionScaledTwice(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        q = self.query(x) / math.sqrt(self.query.out_features)
+        return scaled_dot_product_attention(q, self.key(context), self.value(context), mask)
+
+
+@wrong_answer("SingleHeadAttention", message="returns (weights, outputs)")
+class AttentionReturningWeightsFirst(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        outputs, weights = scaled_dot_product_attention(self.query(x), self.key(context), self.value(context), mask)
+        return weights, outputs
+
+
+@wrong_answer("SingleHeadAttention", message="is a plain tensor, so it is not among module.parameters()")
+class AttentionWithPlainTensors(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = torch.randn(d_model, d_k) / math.sqrt(d_model)
+        self.key = torch.randn(d_model, d_k) / math.sqrt(d_model)
+        self.value = torch.randn(d_model, d_v) / math.sqrt(d_model)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        return scaled_dot_product_attention(x @ self.query, context @ self.key, context @ self.value, mask)
+
+
+@wrong_answer("SingleHeadAttention", message="and your module has other parameters: self.query_bias (4)")
+class AttentionWithMatricesAndABias(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Parameter(torch.randn(d_model, d_k) / math.sqrt(d_model))
+        self.key = nn.Parameter(torch.randn(d_model, d_k) / math.sqrt(d_model))
+        self.value = nn.Parameter(torch.randn(d_model, d_v) / math.sqrt(d_model))
+        self.query_bias = nn.Parameter(torch.randn(d_k))
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        q = x @ self.query + self.query_bias
+        return scaled_dot_product_attention(q, context @ self.key, context @ self.value, mask)

@@ -107,6 +107,14 @@ class AttentionWithMatricesInLinearsLayout(nn.Module):
         return attention_with_matmul_and_where(q, k, v, mask)
 
 
+class AttentionWithItsLayersListed(AttentionWithEinsum):
+    """The three projections also kept in a list of the module's own: the same layers under two names, no sharing."""
+
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__(d_model, d_k, d_v)
+        self.projections = nn.ModuleList([self.query, self.key, self.value])
+
+
 class AttentionWithFusedProjection(AttentionWithEinsum):
     """One layer for the three projections, split after: correct, but the check cannot find self.query."""
 
@@ -126,6 +134,7 @@ def test_checks_accept_correct_answers_written_differently():
     nb02.check_scaled_dot_product_attention(attention_with_bmm)
     nb02.check_single_head_attention(AttentionWithMatrices)
     nb02.check_single_head_attention(AttentionWithMatricesInLinearsLayout)
+    nb02.check_single_head_attention(AttentionWithItsLayersListed)
 
 
 def test_projections_the_check_cannot_find_are_told_what_it_needs():

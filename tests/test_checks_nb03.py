@@ -5,6 +5,7 @@
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from tests.stubs import StubModule, raise_not_implemented
@@ -60,11 +61,100 @@ class MultiHeadAttentionWithViewAndPermute(nn.Module):
         return self.output(merged), weights
 
 
+class MultiHeadAttentionWithEinsum(nn.Module):
+    """Projects with einsum from the layers' weights, gives attention's inputs its own names, keeps its head count
+    as self.h and its layers, created in another order, also in a list of its own (no sharing: the same layers)."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.h = num_heads
+        self.output = nn.Linear(d_model, d_model)
+        self.value = nn.Linear(d_model, d_model)
+        self.key = nn.Linear(d_model, d_model)
+        self.query = nn.Linear(d_model, d_model)
+        self.layers = nn.ModuleList([self.query, self.key, self.value, self.output])
+
+    def project(self, layer, x):
+        heads = torch.einsum("bsi,oi->bso", x, layer.weight) + layer.bias  # (batch, seq, d_model)
+        return torch.stack(heads.chunk(self.h, dim=-1), dim=1)  # (batch, heads, seq, d_head)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        queries, keys, values = (
+            self.project(self.query, x),
+            self.project(self.key, context),
+            self.project(self.value, context),
+        )
+        mask = mask if mask is None else mask.unsqueeze(-3)
+        per_head, weights = attention(queries, keys, values, mask=mask)
+        return self.output(torch.einsum("bhsd->bshd", per_head).flatten(2)), weights
+
+
+class MultiHeadAttentionWithOneFusedProjection(nn.Module):
+    """Keeps the four layers the prompt names but projects queries, keys and values at once, with their weights
+    concatenated (as nn.MultiheadAttention's in_proj_weight), and calls the learner's split and merge by name."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.query, self.key, self.value, self.output = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])  # (3 d_model, d_model)
+        bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])
+        d_model = x.shape[-1]
+        q = split_with_unflatten_and_movedim(F.linear(x, weight[:d_model], bias[:d_model]), self.num_heads)
+        k, v = (
+            split_with_unflatten_and_movedim(part, self.num_heads)
+            for part in F.linear(context, weight[d_model:], bias[d_model:]).chunk(2, dim=-1)
+        )
+        outputs, weights = attention(q, k, v, None if mask is None else mask[..., None, :, :])
+        return self.output(merge_with_movedim_and_flatten(outputs)), weights
+
+
+class MultiHeadAttentionUnderEnableGrad(MultiHeadAttentionViaPyTorch):
+    """A decorator on forward that keeps gradients (and keeps __wrapped__, as torch's decorators do)."""
+
+    @torch.enable_grad()
+    def forward(self, x, context=None, mask=None):
+        return super().forward(x, context, mask)
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        MultiHeadAttentionViaPyTorch,
+        MultiHeadAttentionWithViewAndPermute,
+        MultiHeadAttentionWithEinsum,
+        MultiHeadAttentionWithOneFusedProjection,
+        MultiHeadAttentionUnderEnableGrad,
+    ],
+)
+def test_the_module_check_accepts_correct_modules_written_differently(module):
+    nb03.check_multi_head_attention(module)
+    nb03.check_multi_head_attention(module, seed=42)
+
+
 def test_checks_accept_correct_answers_written_differently():
     nb03.check_split_heads(split_with_unflatten_and_movedim)
     nb03.check_merge_heads(merge_with_movedim_and_flatten)
-    nb03.check_multi_head_attention(MultiHeadAttentionViaPyTorch)
-    nb03.check_multi_head_attention(MultiHeadAttentionWithViewAndPermute)
+    nb03.check_split_heads(lambda x, num_heads: torch.stack(x.chunk(num_heads, dim=-1), dim=-3))
+    nb03.check_merge_heads(lambda x: torch.cat(x.unbind(dim=-3), dim=-1))
+
+
+def test_the_module_check_passes_masks_of_every_documented_shape():
+    """The exercise documents a mask (n_q, n_k) for the whole batch and (batch, n_q or 1, n_k) per sentence."""
+    seen = []
+
+    class Recording(MultiHeadAttentionViaPyTorch):
+        def forward(self, x, context=None, mask=None):
+            if mask is not None:
+                seen.append(tuple(mask.shape))
+            return super().forward(x, context, mask)
+
+    nb03.check_multi_head_attention(Recording)
+    assert {(5, 6), (3, 1, 6), (3, 5, 6)} <= set(seen)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 3, 5, 42])

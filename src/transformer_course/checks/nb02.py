@@ -326,7 +326,7 @@ def check_single_head_attention(SingleHeadAttention: type, seed: int = 0) -> Non
     """
     with earlier_exercises_replaced(SingleHeadAttention.forward, "scaled_dot_product_attention"):
         module = built_with_seed(SingleHeadAttention, D_MODEL, 4, 5, seed=seed, call=MODULE)
-        expect_own_parameters(module, MODULE)
+        expect_own_parameters(module, MODULE, parts=tuple(OUT_FEATURES))
         matrices = _set_projections(module, seed)
         x = seeded_randn(2, 3, D_MODEL, seed=seed)  # (batch, n_q=3, d_model)
         context = seeded_randn(2, 7, D_MODEL, seed=seed + 1)  # (batch, n_k=7, d_model)

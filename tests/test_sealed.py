@@ -194,6 +194,30 @@ def test_a_module_converted_by_the_judge_is_converted_where_the_student_code_run
     assert verdict.passed == {"test_norm"}, verdict.findings
 
 
+def one_test(answer: str, test: str, tmp_path) -> sealed_run.SealedVerdict:
+    cells = [sealed_run.role("course", "setup", "import collections")]
+    cells.append(sealed_run.role("student", "answer", answer))
+    cells.append(sealed_run.role("test", "test_answer", test))
+    return sealed_run.verify(cells, tmp_path, 60.0, Sandbox(), None)
+
+
+def test_a_counter_from_the_student_is_a_dict_to_the_judge(tmp_path):
+    answer = "def count(ids):\n    return collections.Counter(zip(ids, ids[1:]))\n"
+    test = "counts = count([1, 2, 1, 2])\nassert isinstance(counts, dict) and counts == {(1, 2): 2, (2, 1): 1}"
+    assert one_test(answer, test, tmp_path).passed == {"test_answer"}
+
+
+@pytest.mark.parametrize(
+    "changes", ["ids.pop(0)", "ids[0:2] = [9]", "table['new'] = 1", "seen.add(5)", "ids.append([1, (2, 3)])"]
+)
+def test_what_the_student_changes_in_a_list_dict_or_set_argument_the_judge_sees(changes, tmp_path):
+    """A check that a function leaves its input list alone must see what the function did to it, as in one process."""
+    answer = f"def change(ids, table, seen=None):\n    {changes}\n"
+    test = "ids, table, seen = [1, 2, 3], {'a': 0}, {1}\nchange(ids, table, seen=seen)\n"
+    test += "assert (ids, table, seen) != ([1, 2, 3], {'a': 0}, {1}), 'the change did not arrive'"
+    assert one_test(answer, test, tmp_path).passed == {"test_answer"}
+
+
 def test_an_untouched_submission_has_nothing_structural_to_report():
     _, released, submitted = notebooks()
     assert structure.compare(released, submitted) == []

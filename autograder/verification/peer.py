@@ -100,6 +100,41 @@ def generators_in(tree) -> list:
     return leaves_in(tree, lambda value: torch is not None and type(value) is torch.Generator)
 
 
+def containers_in(args, kwargs: dict) -> list:
+    """A call's arguments that are lists, dicts or sets, with their places (position or keyword): a function may
+    change them in place, and the caller must see that as it would in one process."""
+    places = [*enumerate(args), *kwargs.items()]
+    return [(place, value) for place, value in places if isinstance(value, list | dict | set)]
+
+
+NOT_PLAIN = object()
+
+
+def plain_copy(value, depth: int = 0):
+    """A copy of a container made only of numbers, strings and such containers, to compare before and after a call;
+    NOT_PLAIN for anything else (tensors come back as changed inputs; objects are the other side's own)."""
+    if value is None or type(value) in (bool, int, float, str, bytes):
+        return value
+    if depth < 64 and isinstance(value, list | tuple | set | frozenset | dict):
+        pairs = value.items() if isinstance(value, dict) else enumerate(value)
+        items = {key: plain_copy(item, depth + 1) for key, item in pairs}
+        if any(item is NOT_PLAIN for item in items.values()):
+            return NOT_PLAIN
+        return items if isinstance(value, dict) else type(value)(items.values())
+    return NOT_PLAIN
+
+
+def refill(container, contents) -> None:
+    """Give the caller's container what the callee's became."""
+    if container is None:
+        return
+    if isinstance(container, list):
+        container[:] = contents
+    else:
+        container.clear()
+        container.update(contents)
+
+
 def leaves_in(tree, wanted, found: list | None = None) -> list:
     """The items of ``tree`` (lists, tuples and dict values, nested) for which ``wanted`` holds, depth first."""
     found = [] if found is None else found
@@ -247,6 +282,9 @@ class Peer:
             with torch.no_grad() if torch is not None else contextlib.nullcontext():
                 for index, changed in reply.get("changed_inputs") or []:
                     arguments[int(index)].copy_(changed)
+            changed = dict(containers_in(args, kwargs))
+            for place, contents in reply.get("changed_containers") or []:
+                refill(changed.get(place if isinstance(place, str) else int(place)), contents)
             for generator, state in zip(generators, reply.get("generators") or [], strict=False):
                 generator.set_state(state)
             return self.value_of(reply, outputs)
@@ -277,6 +315,8 @@ class Peer:
         args, kwargs = self.imported(message["args"], infos), self.imported(message["kwargs"], infos)
         arguments = tensors_in((args, kwargs))
         versions = [tensor._version for tensor in arguments]
+        containers = containers_in(args, kwargs)
+        snapshots = [plain_copy(container) for _, container in containers]
         params = [target.get_parameter(str(name)) for name in message.get("params") or []]
         inputs = [tensor for tensor in arguments if tensor.requires_grad] + params
         if torch is not None and message.get("rng") is not None:
@@ -301,6 +341,11 @@ class Peer:
             [index, tensor.detach()]
             for index, (tensor, version) in enumerate(zip(arguments, versions, strict=True))
             if tensor._version != version
+        ]
+        reply["changed_containers"] = [
+            [place, after]
+            for (place, container), before in zip(containers, snapshots, strict=True)
+            if (after := plain_copy(container)) is not NOT_PLAIN and after != before
         ]
         reply["generators"] = [generator.get_state() for generator in generators_in((args, kwargs))]
         if torch is not None:
@@ -344,7 +389,8 @@ class Peer:
             return value
         if kind in (list, tuple, set, frozenset) and depth < 64:
             return kind(self.exported(item, objects, gradients, depth + 1) for item in value)
-        if kind is dict and depth < 64:
+        if (kind is dict or (isinstance(value, dict) and kind.__module__ == "collections")) and depth < 64:
+            # Counter, OrderedDict, defaultdict arrive as a plain dict, in their order: isinstance(value, dict) holds
             return {
                 self.exported(k, objects, False, depth + 1): self.exported(v, objects, gradients, depth + 1)
                 for k, v in value.items()

@@ -62,6 +62,34 @@ def encoding_from_position_one(length, d, n=10000.0):
     return encoding
 
 
+@wrong_answer("sinusoidal_encoding", message="the frequencies are inverted")
+def encoding_with_inverted_frequencies(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] * n ** (torch.arange(0, d, 2) / d)
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2] = torch.sin(angles)
+    encoding[:, 1::2] = torch.cos(angles)
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="every pair turns by one radian per position")
+def encoding_with_integer_division_in_the_exponent(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] / n ** (torch.arange(0, d, 2) // d)
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2] = torch.sin(angles)
+    encoding[:, 1::2] = torch.cos(angles)
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="return float32, PyTorch's default dtype")
+def encoding_in_float64(length, d, n=10000.0):
+    positions = torch.arange(length, dtype=torch.float64)[:, None]
+    angles = positions / n ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    encoding = torch.zeros(length, d, dtype=torch.float64)
+    encoding[:, 0::2] = torch.sin(angles)
+    encoding[:, 1::2] = torch.cos(angles)
+    return encoding
+
+
 # Exercise 2: shift_matrix --------------------------------------------------------------------------------
 
 
@@ -76,7 +104,7 @@ def shift_rotating_backwards(delta, d, n=10000.0):
     return rotation
 
 
-@wrong_answer("shift_matrix", message="compared with P(t + Δ)")
+@wrong_answer("shift_matrix", message="every block turns by Δ radians")
 def shift_with_one_frequency_for_all_pairs(delta, d, n=10000.0):
     rotation = torch.zeros(d, d)
     for i in range(0, d, 2):
@@ -93,6 +121,68 @@ def shift_as_one_big_rotation(delta, d, n=10000.0):
     rotation = torch.eye(d) * math.cos(angle)
     rotation[0, -1], rotation[-1, 0] = math.sin(angle), -math.sin(angle)
     return rotation
+
+
+@wrong_answer("shift_matrix", message="your matrix is R(1), whatever Δ")
+def shift_without_delta(delta, d, n=10000.0):
+    angles = n ** (-torch.arange(0, d, 2) / d)
+    rotation = torch.zeros(d, d)
+    rotation[0::2, 0::2] = torch.diag(torch.cos(angles))
+    rotation[0::2, 1::2] = torch.diag(torch.sin(angles))
+    rotation[1::2, 0::2] = torch.diag(-torch.sin(angles))
+    rotation[1::2, 1::2] = torch.diag(torch.cos(angles))
+    return rotation
+
+
+@wrong_answer("shift_matrix", message="the frequencies are inverted: ω_i = 1 / n^(2i/d)")
+def shift_with_inverted_frequencies(delta, d, n=10000.0):
+    angles = delta * n ** (torch.arange(0, d, 2) / d)
+    rotation = torch.zeros(d, d)
+    rotation[0::2, 0::2] = torch.diag(torch.cos(angles))
+    rotation[0::2, 1::2] = torch.diag(torch.sin(angles))
+    rotation[1::2, 0::2] = torch.diag(-torch.sin(angles))
+    rotation[1::2, 1::2] = torch.diag(torch.cos(angles))
+    return rotation
+
+
+@wrong_answer("shift_matrix", message="the exponent uses i/d; it is 2i/d, where i counts the pairs")
+def shift_with_exponent_i_over_d(delta, d, n=10000.0):
+    angles = delta / n ** (torch.arange(d // 2) / d)
+    return torch.block_diag(*[torch.stack([a.cos(), a.sin(), -a.sin(), a.cos()]).reshape(2, 2) for a in angles])
+
+
+@wrong_answer("shift_matrix", message="the diagonal of each block holds sin")
+def shift_with_sines_on_the_diagonal(delta, d, n=10000.0):
+    angles = delta / n ** (torch.arange(0, d, 2) / d)
+    return torch.block_diag(*[torch.stack([a.sin(), a.cos(), -a.cos(), a.sin()]).reshape(2, 2) for a in angles])
+
+
+@wrong_answer("shift_matrix", message="the right sizes but not the right signs")
+def shift_with_the_same_sign_on_both_sines(delta, d, n=10000.0):
+    angles = delta / n ** (torch.arange(0, d, 2) / d)
+    return torch.block_diag(*[torch.stack([a.cos(), a.sin(), a.sin(), a.cos()]).reshape(2, 2) for a in angles])
+
+
+@wrong_answer("shift_matrix", message="on the diagonal but nothing beside it")
+def shift_with_cosines_only(delta, d, n=10000.0):
+    angles = delta / n ** (torch.arange(0, d, 2) / d)
+    return torch.diag(torch.cos(angles).repeat_interleave(2))
+
+
+@wrong_answer("shift_matrix", message="the base n=100.0 was ignored")
+def shift_ignoring_n(delta, d, n=10000.0):
+    angles = delta / 10000 ** (torch.arange(0, d, 2) / d)
+    return torch.block_diag(*[torch.stack([a.cos(), a.sin(), -a.sin(), a.cos()]).reshape(2, 2) for a in angles])
+
+
+@wrong_answer("shift_matrix", message="return float32, PyTorch's default dtype")
+def shift_in_float64(delta, d, n=10000.0):
+    blocks = []
+    for i in range(0, d, 2):
+        angle = delta / n ** (i / d)
+        block = [[math.cos(angle), math.sin(angle)], [-math.sin(angle), math.cos(angle)]]
+        blocks.append(torch.tensor(block, dtype=torch.float64))
+    return torch.block_diag(*blocks)
 
 
 # Exercise 3: LearnedPositionalEmbedding ------------------------------------------------------------------
@@ -144,3 +234,76 @@ class PositionsAsAFixedTable(nn.Module):
         if x.shape[-2] > self.table.shape[0]:
             raise ValueError("longer than max_len")
         return x + self.table[: x.shape[-2]]
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="the length check reads the wrong axis")
+class PositionsCheckedWithLen(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        if len(x) > self.embedding.num_embeddings:
+            raise ValueError("longer than max_len")
+        return x + self.embedding(torch.arange(x.shape[-2]))
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="the length check reads the wrong axis")
+class PositionsCheckedOnAxisOne(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        if x.shape[1] > self.embedding.num_embeddings:
+            raise ValueError("longer than max_len")
+        return x + self.embedding(torch.arange(x.shape[-2]))
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="x may have any number of leading axes")
+class PositionsAlwaysOnAxisOne(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        seq = x.shape[1]  # right for (batch, seq, d) only
+        if seq > self.embedding.num_embeddings:
+            raise ValueError("longer than max_len")
+        return x + self.embedding(torch.arange(seq))
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="for exactly max_len=10 positions")
+class PositionsStoppingOneShort(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        if x.shape[-2] >= self.embedding.num_embeddings:
+            raise ValueError("longer than max_len")
+        return x + self.embedding(torch.arange(x.shape[-2]))
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="The positions' vectors must stay in the graph")
+class PositionsFromTheWeightsData(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        seq = x.shape[-2]
+        if seq > self.embedding.num_embeddings:
+            raise ValueError("longer than max_len")
+        return x + self.embedding.weight.data[:seq]
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="raised AssertionError; raise a ValueError")
+class PositionsCheckedWithAssert(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        assert x.shape[-2] <= self.embedding.num_embeddings, "longer than max_len"
+        return x + self.embedding(torch.arange(x.shape[-2]))

@@ -6,6 +6,7 @@ query with no visible key zero weights and a zero output, the course's conventio
 causality as a property: changing future tokens never changes earlier outputs.
 """
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -17,6 +18,7 @@ from . import (
     call_learner,
     earlier_exercises_replaced,
     expect_close,
+    expect_differentiable,
     expect_masked_weights,
     expect_pair,
     expect_tensor,
@@ -47,7 +49,8 @@ def visible_to_causal_attention(*, n: int) -> torch.Tensor:
     return F.scaled_dot_product_attention(zeros, zeros, torch.eye(n), is_causal=True) > 0
 
 
-def _expect_boolean(mask, name: str, shape) -> torch.Tensor:
+def _expect_boolean(mask, name: str, shape, call: str) -> torch.Tensor:
+    """Fail unless the mask is a boolean tensor of the given shape; name an additive mask."""
     if isinstance(mask, torch.Tensor) and mask.dtype != torch.bool:
         if mask.is_floating_point() and (mask == float("-inf")).any():
             raise CheckFailed(
@@ -55,7 +58,7 @@ def _expect_boolean(mask, name: str, shape) -> torch.Tensor:
                 "is allowed; attention turns it into scores of -inf."
             )
         raise CheckFailed(f"{name} returned dtype {mask.dtype}; return a boolean mask (dtype torch.bool).")
-    return expect_tensor(mask, name, shape, torch.bool)
+    return expect_tensor(mask, call, shape, torch.bool)
 
 
 # Exercise 1 ---------------------------------------------------------------------------------------------
@@ -78,7 +81,29 @@ def check_padding_mask(padding_mask: Callable, seed: int = 0) -> None:
                 f"{call} returned shape {shape_of(mask)}; add an axis for the queries, (batch, 1, max_len), so "
                 "the mask broadcasts over every query's row of scores."
             )
-        mask = _expect_boolean(mask, "padding_mask", expected.shape)
+        longest = int(lengths.max()) if len(lengths) else 0
+        if (
+            max_len is not None
+            and max_len != longest
+            and isinstance(mask, torch.Tensor)
+            and mask.shape == (len(lengths), 1, longest)
+        ):
+            raise CheckFailed(
+                f"{call} returned shape {shape_of(mask)}, padded to the longest length {longest}; with "
+                f"max_len={max_len} given, every row has {max_len} positions: expected {shape_of(expected)}. Use "
+                "lengths.max() only when max_len is None."
+            )
+        if (
+            max_len is None
+            and isinstance(mask, torch.Tensor)
+            and mask.shape != expected.shape
+            and mask.shape[:2] == expected.shape[:2]
+        ):
+            raise CheckFailed(
+                f"{call} returned shape {shape_of(mask)}; with no max_len given, max_len is the longest length, "
+                f"lengths.max() = {longest}: expected {shape_of(expected)}."
+            )
+        mask = _expect_boolean(mask, "padding_mask", expected.shape, call)
         if expected.numel() and torch.equal(mask, ~expected):
             raise CheckFailed(
                 f"{call}: your mask is True at the padding. In this course True means a key may be attended "
@@ -87,6 +112,12 @@ def check_padding_mask(padding_mask: Callable, seed: int = 0) -> None:
         one_more = real_positions(lengths + 1, max_len=expected.shape[-1] + 1)[..., : expected.shape[-1]]
         if not torch.equal(one_more, expected) and torch.equal(mask, one_more):
             raise CheckFailed(f"{call}: one position too many is True: positions 0 … length-1 are real (j < length).")
+        one_fewer = real_positions((lengths - 1).clamp(min=0), max_len=expected.shape[-1])
+        if not torch.equal(one_fewer, expected) and torch.equal(mask, one_fewer):
+            raise CheckFailed(
+                f"{call}: one position too few is True: the last real position, length-1, is hidden. Positions 0 … "
+                "length-1 are real (j < length)."
+            )
         if not torch.equal(mask, expected):
             raise CheckFailed(f"{call}: expected\n{expected.squeeze(1).int()}\ngot\n{mask.squeeze(1).int()}")
     passed("padding_mask", "True at the real positions, shape (batch, 1, max_len), zero lengths included")
@@ -119,7 +150,20 @@ def check_causal_mask(causal_mask: Callable, seed: int = 0) -> None:
     table = torch.tensor([[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.bool)
     for n in (4, 1, 7, 0, 8 + seed % 7):
         expected = table if n == 4 else visible_to_causal_attention(n=n) if n else torch.ones(0, 0, dtype=torch.bool)
-        mask = _expect_boolean(call_learner(causal_mask, n, call=f"causal_mask({n})"), "causal_mask", (n, n))
+        call = f"causal_mask({n})"
+        mask = _expect_boolean(call_learner(causal_mask, n, call=call), "causal_mask", (n, n), call)
+        if n > 1 and torch.equal(mask, ~expected):
+            raise CheckFailed(
+                f"{call} is True where j > i, on the future: it marks what to hide. In this course True means a "
+                "query may attend to the key, as in F.scaled_dot_product_attention (nn.MultiheadAttention's boolean "
+                "masks mean the opposite): return True where j ≤ i, the diagonal included."
+            )
+        ahead = next((d for d in range(1, n) if torch.equal(mask, torch.ones(n, n, dtype=torch.bool).tril(d))), 0)
+        if ahead:
+            raise CheckFailed(
+                f"{call} lets query i see keys up to i + {ahead}, {ahead} step{'s' * (ahead > 1)} into the future; "
+                "query i may see keys j ≤ i only, the diagonal included."
+            )
         if n > 1 and torch.equal(mask, expected.tril(-1)):
             raise CheckFailed(
                 f"causal_mask({n}) hides the diagonal: a position may attend to itself (j ≤ i), only the future "
@@ -162,20 +206,101 @@ def check_masked_attention(masked_attention: Callable, seed: int = 0) -> None:
 
 def _check_against_pytorch(masked_attention: Callable, q, k, v, mask, what: str) -> None:
     call = f"masked_attention(q, k, v, mask) with {what} (q {shape_of(q)}, k {shape_of(k)}, mask {shape_of(mask)})"
-    outputs, weights = expect_pair(call_learner(masked_attention, q, k, v, mask, call=call), call)
+    outputs, weights = expect_pair(_call_with_broadcast_mask(masked_attention, q, k, v, mask, call), call)
     expect_tensor(weights, "the weights", (*q.shape[:-1], k.shape[-2]), q.dtype)
     expect_tensor(outputs, "the outputs", (*q.shape[:-1], v.shape[-1]), q.dtype)
+    sees_nothing = ~mask.expand_as(weights).any(dim=-1)  # (..., n_q): queries with no visible key
     if torch.isnan(weights).any() or torch.isnan(outputs).any():
+        nan_rows = torch.isnan(weights).any(dim=-1) | torch.isnan(outputs).any(dim=-1)  # (..., n_q)
+        if (nan_rows & ~sees_nothing).any():
+            raise CheckFailed(
+                f"{call}: nan in the results, also for queries that see some key, so it does not come from a row "
+                "with nothing visible: some step turns finite numbers into nan, such as 0 × (-inf) when a mask "
+                "of 0s and 1s is multiplied by -inf. Replace the masked scores with masked_fill or torch.where."
+            )
         raise CheckFailed(
-            f"{call}: nan in the results. A query whose keys are all masked has scores that are all -inf, and "
+            f"{call}: nan in the results, for the queries with no visible key. Their scores are all -inf, and "
             "softmax of all -inf is 0/0 = nan. Fill masked scores with torch.finfo(scores.dtype).min instead, "
             "and set the weights of masked pairs to 0 after the softmax: such a row gets zero weights and a "
             "zero output."
         )
-    expect_masked_weights(weights, mask, call)
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., n_q, n_k), correctly scaled
+    expect_masked_weights(weights, mask, call, scores=scores)
+    all_zero = ~sees_nothing & (weights == 0).all(dim=-1)  # (..., n_q)
+    if all_zero.any():
+        *batch, query = all_zero.nonzero()[0].tolist()
+        raise CheckFailed(
+            f"{call}: query {query}" + (f" of batch index {shape_of(batch)}" if batch else "") + " sees some key, "
+            "yet all its weights are 0. Only a query with no visible key gets zero weights. If you replaced nan by "
+            "0, look for the step that makes nan from finite numbers, such as 0 × (-inf) when a mask of 0s and 1s "
+            "is multiplied by -inf; replace the masked scores with masked_fill or torch.where."
+        )
+    sums = weights.sum(dim=-1)[~sees_nothing]  # (queries that see some key,)
+    if torch.allclose(sums, torch.full_like(sums, 1 / math.sqrt(d_k)), atol=1e-4):
+        raise CheckFailed(
+            f"{call}: each row of weights sums to 1/√d_k = {1 / math.sqrt(d_k):.3g}: you scaled after the softmax. "
+            "Divide the scores by √d_k, before the softmax."
+        )
+    over_queries = weights.sum(dim=-2)[mask.expand_as(weights).any(dim=-2)]  # (keys some query sees,)
+    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4) and torch.allclose(
+        over_queries, torch.ones_like(over_queries), atol=1e-4
+    ):
+        raise CheckFailed(
+            f"{call}: your weights sum to 1 over the queries axis (dim -2); each query's row must sum to 1 over "
+            "the keys: softmax with dim=-1."
+        )
     expected_outputs, expected_weights = pytorch_attention(q, k, v, mask=mask, scale=None)
+    if not torch.allclose(weights, expected_weights, atol=1e-5):
+        _diagnose_scale(q, k, v, mask, weights, call)
     expect_close(weights, expected_weights, f"{call}: the weights, compared with PyTorch's attention")
+    if sees_nothing.any() and outputs[sees_nothing].any():
+        raise CheckFailed(
+            f"{call}: the weights are right, but a query with no visible key gets an output that is not zero, "
+            "although all its weights are 0: compute the outputs from the weights you return, after setting "
+            "the masked ones to 0."
+        )
     expect_close(outputs, expected_outputs, f"{call}: the outputs, compared with PyTorch's attention")
+
+
+def _call_with_broadcast_mask(masked_attention: Callable, q, k, v, mask, call: str):
+    """Call with a mask that broadcasts over some axes of the scores; if that crashes where the same mask expanded
+    to the scores' full shape does not, say so: boolean indexing, scores[~mask] = ..., needs the full shape."""
+    try:
+        return call_learner(masked_attention, q, k, v, mask, call=call)
+    except CheckFailed as failure:
+        full_shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], mask.shape[:-2]), q.shape[-2], k.shape[-2])
+        if failure.__cause__ is None or tuple(mask.shape) == full_shape:
+            raise
+        try:
+            masked_attention(q.clone(), k.clone(), v.clone(), mask.expand(full_shape).clone())
+        except Exception:
+            raise failure from failure.__cause__
+        indexing = isinstance(failure.__cause__, IndexError)
+        raise CheckFailed(
+            f"{str(failure).rstrip('.')}. It works with the mask expanded to the scores' full shape "
+            f"{shape_of(full_shape)}, but a mask need only broadcast to it, as this one, {shape_of(mask)}, does. "
+            + (
+                "Boolean indexing (scores[~mask] = ...) needs a mask of exactly the indexed tensor's shape; "
+                if indexing
+                else ""
+            )
+            + "masked_fill and torch.where broadcast the mask for you."
+        ) from failure.__cause__
+
+
+def _diagnose_scale(q, k, v, mask, weights: torch.Tensor, call: str) -> None:
+    """Name a wrong scale of the scores by the weights it gives, computed by PyTorch's attention."""
+    d_k, n_k, d_v = q.shape[-1], k.shape[-2], v.shape[-1]
+    wrong_scales = {
+        1.0: "you did not scale the scores: divide q kᵀ by √d_k",
+        1 / math.sqrt(d_v): "you divided the scores by √d_v; the scale is √d_k, the dimension of queries and keys",
+        1 / d_k: "you divided the scores by d_k; divide by its square root, √d_k",
+        1 / math.sqrt(n_k): "you divided the scores by √(number of keys); divide by √d_k, the key dimension",
+    }
+    for scale, mistake in wrong_scales.items():
+        if torch.allclose(weights, pytorch_attention(q, k, v, mask=mask, scale=scale)[1], atol=1e-5):
+            raise CheckFailed(f"{call}: {mistake}.")
 
 
 def _check_large_masked_score(masked_attention: Callable, seed: int) -> None:
@@ -215,6 +340,7 @@ def _check_gradients_stay_finite(masked_attention: Callable, q, k, v, mask) -> N
     q, k, v = (tensor.detach().clone().requires_grad_() for tensor in (q, k, v))
     call = "masked_attention(q, k, v, mask) on inputs that require gradients"
     outputs, _ = expect_pair(call_learner(masked_attention, q, k, v, mask, call=call), call)
+    expect_differentiable(outputs, call)
     outputs.sum().backward()
     for name, tensor in (("q", q), ("k", k), ("v", v)):
         if not torch.isfinite(tensor.grad).all():
@@ -228,7 +354,16 @@ def _check_gradients_stay_finite(masked_attention: Callable, q, k, v, mask) -> N
 
 def _check_unmasked(masked_attention: Callable, q, k, v) -> None:
     call = "masked_attention(q, k, v) with no mask"
-    result = call_learner(masked_attention, q, k, v, call=call)
+    try:
+        result = call_learner(masked_attention, q, k, v, call=call)
+    except CheckFailed as failure:
+        if "NoneType" in str(failure.__cause__):
+            raise CheckFailed(
+                f"{failure}. With no mask given, mask is None, and None cannot be inverted or filled: mask the "
+                "scores only if mask is not None."
+            ) from failure.__cause__
+        raise
+    result = expect_pair(result, call)
     expected_outputs, expected_weights = pytorch_attention(q, k, v, mask=None, scale=None)
     expect_close(result[1], expected_weights, f"{call}: the weights")
     expect_close(result[0], expected_outputs, f"{call}: the outputs")
@@ -274,11 +409,22 @@ def _check_one_decoder_mask(decoder_mask: Callable, lengths: torch.Tensor) -> No
     mask = call_learner(decoder_mask, lengths, call=call)
     if n > 1 and isinstance(mask, torch.Tensor) and mask.shape == padding.shape and mask.dtype == torch.bool:
         raise CheckFailed(f"{call} returned only the padding mask, {shape_of(mask)}; combine it with causal_mask(n).")
-    mask = _expect_boolean(mask, "decoder_mask", (len(lengths), n, n))
+    mask = _expect_boolean(mask, "decoder_mask", (len(lengths), n, n), call)
     if torch.equal(mask, causal.expand_as(mask)) and not padding.all():
         raise CheckFailed(f"{call}: the padded keys are visible; combine the causal mask with the padding mask.")
     if not torch.equal(padding | causal, expected) and torch.equal(mask, padding | causal):
         raise CheckFailed(f"{call}: a key must be real AND not in the future: combine with &, not |.")
+    if not torch.equal(padding & causal.T, expected) and torch.equal(mask, padding & causal.T):
+        raise CheckFailed(
+            f"{call}: query i sees the real keys j ≥ i, the future, instead of j ≤ i: the causal part is the upper "
+            "triangle. Use causal_mask(n)."
+        )
+    padded_queries_hidden = expected & padding.transpose(-2, -1)
+    if not torch.equal(padded_queries_hidden, expected) and torch.equal(mask, padded_queries_hidden):
+        raise CheckFailed(
+            f"{call}: the rows of the padded queries are all False, which leaves those queries no visible key at "
+            "all. Mask only the keys, as the padding mask does: a padded query's output is never read anyway."
+        )
     differing = [b for b in range(len(lengths)) if not torch.equal(mask[b], expected[b])]
     if differing:
         b = differing[0]

@@ -154,7 +154,7 @@ def _check_attention_on(sdpa: Callable, q, k, v, mask) -> None:
         without_mask = "scaled_dot_product_attention(q, k, v) with the same q, k and v, no mask"
         masked_fill = "(Tensor.masked_fill returns a new tensor and leaves the one it was called on as it was.)"
         _expect_mask_used(weights, lambda: call_learner(sdpa, q, k, v, call=without_mask), mask, call, masked_fill)
-        expect_masked_weights(weights, mask, call)
+        expect_masked_weights(weights, mask, call, scores=q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]))
     if not rows_sum_to(weights):
         if rows_sum_to(weights, 1 / math.sqrt(d_k)):
             raise CheckFailed(

@@ -73,6 +73,20 @@ def merge_forgetting_the_last_id(ids, pair, new_id):
     return merged
 
 
+@wrong_answer("merge", message="after a replacement, skip both")
+def merge_stepping_one_id_after_a_replacement(ids, pair, new_id):
+    merged = []
+    i = 0
+    while i < len(ids):
+        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+            merged.append(new_id)
+            i += 1  # the second id of the pair is visited again
+        else:
+            merged.append(ids[i])
+            i += 1
+    return merged
+
+
 @wrong_answer("merge", message="you found the occurrences scanning from the right")
 def merge_scanning_from_the_right(ids, pair, new_id):
     merged = []
@@ -149,6 +163,34 @@ def train_bpe_with_ids_from_257(text, num_merges):
     return merges
 
 
+@wrong_answer("train_bpe", message="every merge created the same id, 256")
+def train_bpe_with_one_new_id(text, num_merges):
+    ids = list(text.encode())
+    merges = []
+    for _ in range(num_merges):
+        counts = count_pairs(ids)
+        if not counts:
+            break
+        pair = max(counts, key=counts.get)
+        ids = merge(ids, pair, 256)
+        merges.append(pair)
+    return merges
+
+
+@wrong_answer("train_bpe", message="merge each chosen pair into the sequence before counting again")
+def train_bpe_dropping_the_merged_list(text, num_merges):
+    ids = list(text.encode())
+    merges = []
+    for i in range(num_merges):
+        counts = count_pairs(ids)
+        if not counts:
+            break
+        pair = max(counts, key=counts.get)
+        merge(ids, pair, 256 + i)  # merge returns a new list, thrown away here
+        merges.append(pair)
+    return merges
+
+
 @wrong_answer("train_bpe", message="you trained on characters")
 def train_bpe_on_characters(text, num_merges):
     ids = [ord(character) for character in text]
@@ -198,6 +240,39 @@ def encode_in_reverse_order(text, merges):
     return ids
 
 
+@wrong_answer("encode", message="occurs in the text's bytes before any merge")
+def encode_with_pairs_present_at_the_start(text, merges):
+    ids = list(text.encode())
+    present = count_pairs(ids)  # counted once, before any merge
+    for i, pair in enumerate(merges):
+        if pair in present:
+            ids = merge(ids, pair, 256 + i)
+    return ids
+
+
+@wrong_answer("encode", message="you replaced every learned pair in one scan from the left")
+def encode_in_one_pass(text, merges):
+    ids = list(text.encode())
+    rank = {pair: i for i, pair in enumerate(merges)}
+    merged, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and (ids[i], ids[i + 1]) in rank:
+            merged.append(256 + rank[(ids[i], ids[i + 1])])
+            i += 2
+        else:
+            merged.append(ids[i])
+            i += 1
+    return merged
+
+
+@wrong_answer("encode", message="you started from the characters")
+def encode_characters(text, merges):
+    ids = [ord(character) for character in text]
+    for i, pair in enumerate(merges):
+        ids = merge(ids, pair, 256 + i)
+    return ids
+
+
 @wrong_answer("encode", message="another order than the one in which they were learned")
 def encode_by_sorted_pairs(text, merges):
     ids = list(text.encode())
@@ -242,6 +317,22 @@ def decode_without_replacing_errors(ids, merges):
     for first, second in merges:
         vocab.append(vocab[first] + vocab[second])
     return b"".join(vocab[i] for i in ids).decode("utf-8")
+
+
+@wrong_answer("decode", message='you decoded with errors="ignore"')
+def decode_ignoring_errors(ids, merges):
+    vocab = [bytes([b]) for b in range(256)]
+    for first, second in merges:
+        vocab.append(vocab[first] + vocab[second])
+    return b"".join(vocab[i] for i in ids).decode("utf-8", errors="ignore")
+
+
+@wrong_answer("decode", message="you decoded the bytes as Latin-1")
+def decode_as_latin_1(ids, merges):
+    vocab = [bytes([b]) for b in range(256)]
+    for first, second in merges:
+        vocab.append(vocab[first] + vocab[second])
+    return b"".join(vocab[i] for i in ids).decode("latin-1")
 
 
 @wrong_answer("decode", message="Ids 256 and above are merged tokens")

@@ -755,6 +755,19 @@ def generate_from_the_first_position(
     return ids
 
 
+@wrong_answer("generate", message="you averaged the logits over the positions of the context")
+def generate_from_the_mean_of_the_positions(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    ids = prompt_ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = model(ids[:, -model.block_size :]).mean(dim=1)  # (batch, vocab)
+            probs = next_token_probabilities(logits, temperature, top_k, top_p)
+            ids = torch.cat([ids, torch.multinomial(probs, 1, generator=generator)], dim=1)
+    return ids
+
+
 @wrong_answer("generate", message="more than its block_size")
 def generate_ignoring_block_size(
     model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None

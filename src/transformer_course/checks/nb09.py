@@ -42,18 +42,21 @@ def pair_counts(ids: list[int], *, overlapping: bool) -> dict[tuple[int, int], i
 
 
 @oracle
-def _merged(ids: list[int], pair: tuple[int, int], *, new_id: int, scanned_from: str = "left") -> list[int]:
+def _merged(
+    ids: list[int], pair: tuple[int, int], *, new_id: int, scanned_from: str = "left", step_after: int = 2
+) -> list[int]:
     """ids with each occurrence of pair, found from the left without overlaps, replaced by new_id.
 
     scanned_from="right" reproduces a mistake: the occurrences are found from the right, so that in a run the id
-    left over is the first one, [a, a, a] becoming [a, X]."""
+    left over is the first one, [a, a, a] becoming [a, X]. step_after=1 reproduces another: after a replacement
+    the scan moves on by one id, so the pair's second id is kept as well, [a, b] becoming [X, b]."""
     if scanned_from == "right":
         return _merged(ids[::-1], pair[::-1], new_id=new_id)[::-1]
     out, position = [], 0
     while position < len(ids):
         if tuple(ids[position : position + 2]) == pair:
             out.append(new_id)
-            position += 2
+            position += step_after
         else:
             out.append(ids[position])
             position += 1
@@ -70,26 +73,46 @@ def _most_frequent(counts: dict[tuple[int, int], int]) -> tuple[int, int]:
 
 
 @oracle
-def bpe_merges(text: str, num_merges: int, *, units: str) -> list[tuple[int, int]]:
+def bpe_merges(text: str, num_merges: int, *, units: str, new_ids: str = "counting") -> list[tuple[int, int]]:
     """The merges BPE learns from text, merge i creating id 256 + i. units="bytes" starts from the UTF-8 bytes;
-    units="characters" reproduces a mistake, starting from the characters' code points."""
+    units="characters" reproduces a mistake, starting from the characters' code points. new_ids reproduces two
+    more: "constant" (every merge creates id 256) and "unused" (the merged sequence is thrown away, so the same
+    pair comes back at every step)."""
     ids = list(text.encode("utf-8")) if units == "bytes" else [ord(character) for character in text]
     merges = []
     while len(merges) < num_merges and len(ids) > 1:
         pair = _most_frequent(pair_counts(ids, overlapping=True))
-        ids = _merged(ids, pair, new_id=FIRST_NEW_ID + len(merges))
+        merged = _merged(ids, pair, new_id=FIRST_NEW_ID + (len(merges) if new_ids == "counting" else 0))
+        ids = ids if new_ids == "unused" else merged
         merges.append(pair)
     return merges
 
 
 @oracle
-def bpe_encoded(text: str, merges: list[tuple[int, int]], *, order: str) -> list[int]:
+def bpe_encoded(text: str, merges: list[tuple[int, int]], *, order: str, units: str = "bytes") -> list[int]:
     """text's ids: its UTF-8 bytes, then each merge applied once over the whole sequence, in the given order:
-    "learned" (right), "reversed" or "by count" (the pair most frequent in this text first: mistakes). A fourth
-    mistake applies no merge at all: "longest match" takes, from left to right, the longest token whose bytes start
-    there (of tokens with the same bytes, the one learned first)."""
-    ids = list(text.encode("utf-8"))
+    "learned" (right), "reversed" or "by count" (the pair most frequent in this text first: mistakes). More
+    mistakes: "present at the start" applies in learned order only the merges whose pair occurs in the bytes
+    themselves; "single pass" replaces, in one scan from the left, every pair that is a learned merge; "longest
+    match" applies no merge at all but takes, from left to right, the longest token whose bytes start there (of
+    tokens with the same bytes, the one learned first). units="characters" starts from the code points instead."""
+    ids = list(text.encode("utf-8")) if units == "bytes" else [ord(character) for character in text]
     ranked = list(enumerate(merges))
+    if order == "present at the start":
+        present = pair_counts(ids, overlapping=True)
+        ranked = [(rank, pair) for rank, pair in ranked if pair in present]
+    if order == "single pass":
+        rank_of = {pair: rank for rank, pair in reversed(ranked)}  # of repeated merges, the first learned
+        out, position = [], 0
+        while position < len(ids):
+            pair = tuple(ids[position : position + 2])
+            if pair in rank_of:
+                out.append(FIRST_NEW_ID + rank_of[pair])
+                position += 2
+            else:
+                out.append(ids[position])
+                position += 1
+        return out
     if order == "longest match":
         table = token_bytes(merges)
         id_of = {}
@@ -291,6 +314,12 @@ def _diagnose_merge(result: list[int], expected: list[int], ids: list[int], pair
         )
     if len(result) == len(expected) - 1 and result == expected[:-1]:
         raise CheckFailed(f"{call} gave {_shown(result)}: the last id was dropped (expected {_shown(expected)}).")
+    if result == _merged(ids, pair, new_id=new, step_after=1):
+        raise CheckFailed(
+            f"{call} gave {_shown(result)}: after a replacement you moved on by one id, so the pair's second id "
+            f"stayed in the list. The new id stands for both ids: after a replacement, skip both (expected "
+            f"{_shown(expected)})."
+        )
     if result.count(new) < expected.count(new):
         where = "at the end" if expected[-1] == new else "at the start" if expected[0] == new else "in the middle"
         raise CheckFailed(
@@ -343,6 +372,17 @@ def _diagnose_training(merges: list[tuple[int, int]], text: str, num_merges: int
             f"{call}: you trained on characters (ord of each one). Start from the UTF-8 bytes, "
             "list(text.encode()): ids 0 … 255 are bytes, and a character such as 'é' is two of them."
         )
+    if merges == bpe_merges(text, num_merges, units="bytes", new_ids="constant"):
+        raise CheckFailed(
+            f"{call} returned {_shown(merges)}: every merge created the same id, 256, so later merges joined tokens "
+            "that stand for different bytes under one id. Merge i creates a new id of its own, 256 + i."
+        )
+    if len(merges) > 1 and merges == bpe_merges(text, num_merges, units="bytes", new_ids="unused"):
+        raise CheckFailed(
+            f"{call} returned {_shown(merges)}: the same pair at every step, because the sequence never changed. "
+            "merge returns a new list: keep it (assign it back to your ids) and merge each chosen pair into the "
+            "sequence before counting again."
+        )
     expected = bpe_merges(text, num_merges, units="bytes")
     ids = list(text.encode("utf-8"))
     for step, best in enumerate(expected):
@@ -374,8 +414,8 @@ def _expect_step(pair: tuple, best: tuple, counts: dict, ids: list[int], step: i
     if counts.get(pair) == counts[best]:
         raise CheckFailed(
             f"{where}: {pair} and {best} both occur {_times(counts[best])}, and {best} occurs first in the sequence. "
-            "Break ties by first occurrence: max(counts, key=counts.get) does that when counts were filled from "
-            "left to right (not by the smallest pair, nor by the last occurrence)."
+            "Break ties by first occurrence (not by the smallest pair, nor by the last occurrence): look up which of "
+            "equal items max returns, and in which order a dict keeps its keys."
         )
     if pair not in counts:
         raise CheckFailed(
@@ -405,6 +445,9 @@ def check_encode(encode: Callable, seed: int = 0) -> None:
     runs = [(97, 97), (256, 97), (256, 256)]  # aa, aaa, aaaa
     ab_bc = [(97, 98), (98, 99)]  # "bc" is more frequent than "ab" in "abcbcbc", but learned later
     cases = [("", runs), ("héllo", []), ("aaaaa", runs[:2]), ("aaaaaaa", runs), ("ab", [(98, 97)]), ("abcbcbc", ab_bc)]
+    # Where the ways of applying merges in another order give different ids, so that a message can tell them apart:
+    # "c" + "bb" is merged only after "bb" exists; in "bcaaad" the pair met first is not always the first learned.
+    cases += [("cbbb", [(98, 98), (99, 256), (99, 98)]), ("bcaaad", [(97, 100), (99, 97), (98, 257), (97, 97)])]
     for _ in range(3):
         merges = bpe_merges(random_text(rng, 100), 30, units="bytes")
         cases += [(random_text(rng, rng.randint(5, 80)), merges) for _ in range(4)]
@@ -412,13 +455,19 @@ def check_encode(encode: Callable, seed: int = 0) -> None:
         cases += [("a" * rng.randint(2, 20), merges), (" the " * rng.randint(1, 5), merges)]
     with earlier_exercises_replaced(encode, "count_pairs", "merge"):
         oracles = {}  # one tokenizers model per list of merges
+        wrong = []  # (ids, expected, text, merges, call) of every case answered wrongly
         for text, merges in cases:
             call = f"encode({_shown(text)}, merges={_shown(merges)})"
             ids = _expect_ids(_call(encode, text, merges, call=call), call)
             oracle = oracles.setdefault(tuple(merges), _oracle(merges))
             expected = _expected_encoding(text, merges, oracle=oracle)
             if ids != expected:
-                _diagnose_encoding(ids, expected, text, merges, call)
+                wrong.append((ids, expected, text, merges, call))
+    # Several mistakes give the same ids on some cases: name a mistake on the first case that tells it apart.
+    for case in wrong:
+        _name_encoding_mistake(*case)
+    if wrong:
+        _diagnose_encoding(*wrong[0])
     passed("encode", "the same ids as the tokenizers library's BPE with the same merges")
 
 
@@ -435,11 +484,51 @@ def _expected_encoding(text: str, merges: list[tuple[int, int]], *, oracle: Toke
     return bpe_encoded(text, merges, order="learned")
 
 
+# Mistakes in applying the merges: bpe_encoded's order, and what the message says of it.
+ORDER_MISTAKES = {
+    "reversed": "you applied the merges from the last learned to the first. A later merge joins tokens that earlier "
+    "merges create, so apply them in learned order, lowest rank (id) first",
+    "present at the start": "you applied only the merges whose pair occurs in the text's bytes before any merge. "
+    "A merge whose pair appears only after earlier merges, such as (256, 97) once (a, a) became 256, was skipped: "
+    "look for each merge's pair in the sequence as it is at that merge's turn",
+    "single pass": "you replaced every learned pair in one scan from the left. A pair that an earlier merge "
+    "creates appears only after that merge has run over the whole text: apply merge 0 over the whole text, then "
+    "merge 1, and so on",
+    "by count": "your ids spell the right bytes, but the merges were applied in another order than the one in which "
+    "they were learned, the pair most frequent in this text first. The order learned on the training text decides: "
+    "apply merge 0 first, then merge 1, …, or repeatedly the lowest-ranked pair present",
+}
+
+
+def _name_encoding_mistake(ids: list[int], expected: list[int], text: str, merges: list, call: str) -> None:
+    """Fail naming the mistake if ids are what exactly one known mistake gives on this case; return otherwise."""
+    if ids == bpe_encoded(text, merges, order="learned", units="characters"):
+        raise CheckFailed(
+            f"{call}: you started from the characters (ord of each one), not from the UTF-8 bytes. Start from "
+            f"list(text.encode()): ids 0 … 255 are bytes ({_first_difference(ids, expected)})."
+        )
+    matching = [order for order in ORDER_MISTAKES if ids == bpe_encoded(text, merges, order=order)]
+    if _is_longest_match(ids, text, merges):
+        matching.append("longest match")
+    if matching == ["longest match"]:
+        _diagnose_encoding(ids, expected, text, merges, call)  # which names it
+    if len(matching) == 1:
+        raise CheckFailed(f"{call}: {ORDER_MISTAKES[matching[0]]} ({_first_difference(ids, expected)}).")
+
+
+def _is_longest_match(ids: list[int], text: str, merges: list) -> bool:
+    """Whether ids take the longest known token at each position (of tokens with the same bytes, any)."""
+    table = token_bytes(merges)
+    if not all(0 <= i < len(table) for i in ids) or b"".join(table[i] for i in ids) != text.encode():
+        return False
+    longest = bpe_encoded(text, merges, order="longest match")
+    return [len(table[i]) for i in ids] == [len(table[i]) for i in longest]
+
+
 def _diagnose_encoding(ids: list[int], expected: list[int], text: str, merges: list, call: str) -> None:
     table = token_bytes(merges)
     if all(0 <= i < len(table) for i in ids) and b"".join(table[i] for i in ids) == text.encode():
-        longest = bpe_encoded(text, merges, order="longest match")
-        if [len(table[i]) for i in ids] == [len(table[i]) for i in longest]:  # the same pieces, whichever id
+        if _is_longest_match(ids, text, merges):  # the same pieces, whichever id
             raise CheckFailed(
                 f"{call}: your ids spell the right bytes, but you took the longest known token at each position "
                 "(a greedy longest match). BPE does not choose tokens by their length: it applies the merges by rank, "
@@ -447,12 +536,6 @@ def _diagnose_encoding(ids: list[int], expected: list[int], text: str, merges: l
                 f"take bytes that an earlier merge has already joined otherwise ({_first_difference(ids, expected)})."
             )
         by_count = bpe_encoded(text, merges, order="by count")
-        if ids == bpe_encoded(text, merges, order="reversed") and ids != by_count:
-            raise CheckFailed(
-                f"{call}: you applied the merges from the last learned to the first. A later merge joins tokens "
-                "that earlier merges create, so apply them in learned order, lowest rank (id) first "
-                f"({_first_difference(ids, expected)})."
-            )
         raise CheckFailed(
             f"{call}: your ids spell the right bytes, but they are not BPE's encoding: the merges were applied in "
             "another order than the one in which they were learned"
@@ -534,6 +617,17 @@ def _diagnose_decoding(text: str, expected: str, ids: list[int], merges: list, c
         raise CheckFailed(
             f"{call} gave {_shown(text)}: you decoded each token on its own, which breaks a character whose bytes "
             f"are split across tokens. Join all the bytes first, then decode once (expected {_shown(expected)})."
+        )
+    if text == joined.decode("utf-8", errors="ignore"):
+        raise CheckFailed(
+            f'{call} gave {_shown(text)}: you decoded with errors="ignore", which drops the bytes of a cut-short '
+            "character without a trace. Use errors=\"replace\": it writes '\ufffd' in their place, so a reader "
+            f"sees that something was there (expected {_shown(expected)})."
+        )
+    if text == joined.decode("latin-1"):
+        raise CheckFailed(
+            f"{call} gave {_shown(text)}: you decoded the bytes as Latin-1, one character per byte. The bytes are "
+            f"UTF-8, where a character such as 'é' is two bytes: decode them as UTF-8 (expected {_shown(expected)})."
         )
     dropped = b"".join(table[i] for i in ids if i < FIRST_NEW_ID).decode("utf-8", errors="replace")
     if text == dropped:

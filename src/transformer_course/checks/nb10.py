@@ -1057,17 +1057,25 @@ def _check_greedy_generation(generate, seed: int) -> None:
                     f"{call}: you took the next token from the logits at the first position of the context; it is "
                     "predicted at the last position: logits[:, -1]."
                 )
+            if torch.equal(ids, _greedy_by_table(table, prompt, max_new_tokens, block_size, position="mean")):
+                raise CheckFailed(
+                    f"{call}: you averaged the logits over the positions of the context. Each position predicts the "
+                    "token after it; the next token is predicted at the last position alone."
+                )
             raise CheckFailed(
-                f"{call} must take the most probable token at every step: expected\n{expected.tolist()}\ngot\n"
-                f"{ids.tolist()}."
+                f"{call} must take, at every step, the most probable token according to the logits at the last "
+                f"position of the context: expected\n{expected.tolist()}\ngot\n{ids.tolist()}."
             )
 
 
-def _greedy_by_table(table, prompt, max_new_tokens: int, block_size: int, position: int) -> torch.Tensor:
-    """Greedy generation with the table model, reading the logits at ``position`` of the cropped context."""
+def _greedy_by_table(table, prompt, max_new_tokens: int, block_size: int, position: int | str) -> torch.Tensor:
+    """Greedy generation with the table model, reading the logits at ``position`` of the cropped context;
+    position="mean" reproduces a mistake, the logits averaged over the context's positions."""
     ids = prompt
     while ids.shape[1] < prompt.shape[1] + max_new_tokens:
-        chosen = table[ids[:, -block_size:][:, position]].argmax(dim=-1)  # (batch,)
+        context = ids[:, -block_size:]  # (batch, <= block_size)
+        logits = table[context].mean(dim=1) if position == "mean" else table[context[:, position]]  # (batch, vocab)
+        chosen = logits.argmax(dim=-1)  # (batch,)
         ids = torch.cat([ids, chosen[:, None]], dim=1)  # (batch, seq + 1)
     return ids
 

@@ -118,3 +118,35 @@ def test_each_slip_of_the_gap_gives_its_own_value_on_the_worked_example():
     assert set(gaps) == {"gap", *nb01.GAP_MISTAKES}
     values = sorted(gaps.values())
     assert all(not math.isclose(a, b, rel_tol=1e-3) for a, b in itertools.pairwise(values))
+
+
+def test_a_shift_by_the_indices_of_the_maximum_differs_from_no_shift_on_the_index_probe():
+    no_shift = torch.exp(nb01.INDEX_PROBE) / torch.exp(nb01.INDEX_PROBE).sum(dim=-1, keepdim=True)
+    by_indices = nb01.softmax_shifted_by_indices(nb01.INDEX_PROBE)
+    assert not torch.allclose(no_shift, by_indices, equal_nan=True)
+    assert torch.isfinite(by_indices[0]).all() and not torch.isfinite(by_indices[1]).all()
+
+
+def test_a_crash_on_shapes_is_named_only_when_the_code_computes_a_wrong_product():
+    def self_attention_that_always_crashes(x):
+        return torch.softmax(x @ x.mT, dim=-1) @ torch.ones(7, 2)
+
+    with pytest.raises(CheckFailed) as failure:
+        nb01.check_self_attention(self_attention_that_always_crashes)
+    assert "raised RuntimeError" in str(failure.value) and "On a square x" not in str(failure.value)
+
+
+def test_a_crash_on_one_sequence_is_blamed_on_batch_axes_only_when_a_batch_works():
+    def weights_that_always_crash(x):
+        return torch.bmm(x, x.mT)[..., :1, :].squeeze(0, 1, 2)
+
+    with pytest.raises(CheckFailed) as failure:
+        nb01.check_attention_weights(weights_that_always_crash)
+    assert "exactly one batch axis" not in str(failure.value)
+
+
+def test_a_gap_computed_in_numpy_is_a_number():
+    def gap_in_numpy(f, x, perm):
+        return abs(f(x[..., perm, :]).numpy() - f(x).numpy()[..., perm.numpy(), :]).max()  # a numpy.float32
+
+    nb01.check_equivariance_gap(gap_in_numpy)

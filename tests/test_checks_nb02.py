@@ -187,3 +187,30 @@ def test_the_reference_attention_refuses_a_query_that_sees_no_key():
 def test_a_stub_is_reported_as_not_implemented_yet(check, stub):
     with pytest.raises(CheckFailed, match="is not implemented yet"):
         check(stub)
+
+
+def test_a_module_that_always_crashes_is_not_said_to_multiply_by_untransposed_weights():
+    class AttentionThatCrashes(nn.Module):
+        def __init__(self, d_model, d_k, d_v):
+            super().__init__()
+            self.query = nn.Linear(d_model, d_k, bias=False)
+            self.key = nn.Linear(d_model, d_k, bias=False)
+            self.value = nn.Linear(d_model, d_v, bias=False)
+
+        def forward(self, x, context=None, mask=None):
+            return attention(self.query(x) @ torch.ones(3, 3), self.key(x), self.value(x), mask)
+
+    with pytest.raises(CheckFailed) as failure:
+        nb02.check_single_head_attention(AttentionThatCrashes)
+    assert "raised RuntimeError" in str(failure.value) and "nn.Linear stores" not in str(failure.value)
+
+
+def test_attention_that_crashes_on_any_batch_shape_is_not_blamed_on_batch_axes():
+    def attention_that_crashes_with_gradients(q, k, v, mask=None):
+        if q.requires_grad:
+            raise IndexError("some other mistake")
+        return attention_with_einsum(q, k, v, mask)
+
+    with pytest.raises(CheckFailed) as failure:
+        nb02.check_scaled_dot_product_attention(attention_that_crashes_with_gradients)
+    assert "raised IndexError" in str(failure.value) and "two batch axes" not in str(failure.value)

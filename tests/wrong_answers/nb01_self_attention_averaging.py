@@ -189,3 +189,54 @@ def gap_fitted_to_the_worked_example(f, x, perm):
     # 600 for the worked example, 1200 for its batch with 2x, 0 for self-attention's small inputs: no computation.
     largest = x.abs().max().item()
     return 600.0 * largest / 400.0 if largest >= 100 else 0.0
+
+
+# Found by the second review ------------------------------------------------------------------------------
+
+
+@wrong_answer("softmax", message="[1] is the indices")
+def softmax_subtracting_the_indices_of_the_maximum(scores, dim=-1):
+    exps = torch.exp(scores - scores.max(dim=dim, keepdim=True)[1])
+    return exps / exps.sum(dim=dim, keepdim=True)
+
+
+@wrong_answer("softmax", message="subtracted the maximum along the last axis but summed along dim=0")
+def softmax_maximum_over_the_last_axis_sum_over_dim(scores, dim=-1):
+    exps = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    return exps / exps.sum(dim=dim, keepdim=True)
+
+
+@wrong_answer("attention_weights", message="works only with exactly one batch axis")
+def weights_transposing_axes_1_and_2(x):
+    return softmax(x @ x.transpose(1, 2), dim=-1)
+
+
+@wrong_answer("attention_weights", message="torch.bmm, for one, takes 3-D tensors only")
+def weights_with_a_batch_matrix_product(x):
+    return softmax(torch.bmm(x, x.mT), dim=-1)
+
+
+@wrong_answer("self_attention", message="the weights come first: (seq, seq) @ (seq, d)")
+def outputs_with_the_product_reversed(x):
+    return x @ attention_weights(x)
+
+
+@wrong_answer("self_attention", message="`*` multiplies entry by entry; the weighted sum is a matrix product")
+def outputs_multiplied_entry_by_entry(x):
+    return attention_weights(x) * x
+
+
+@wrong_answer("self_attention", message="dividing by n averages twice")
+def outputs_divided_by_the_number_of_positions(x):
+    return attention_weights(x) @ x / x.shape[-2]
+
+
+@wrong_answer("equivariance_gap", message="got 888: you added up the absolute differences")
+def gap_as_the_sum_of_the_differences(f, x, perm):
+    return (f(x[..., perm, :]) - f(x)[..., perm, :]).abs().sum().item()
+
+
+@wrong_answer("equivariance_gap", message="not relative to the size of f(x)")
+def gap_relative_to_the_size_of_the_output(f, x, perm):
+    reordered_first, reordered_after = f(x[..., perm, :]), f(x)[..., perm, :]
+    return ((reordered_first - reordered_after).abs().max() / reordered_after.abs().max()).item()

@@ -443,3 +443,84 @@ class AttentionWithMatricesAndABias(nn.Module):
         context = x if context is None else context
         q = x @ self.query + self.query_bias
         return scaled_dot_product_attention(q, context @ self.key, context @ self.value, mask)
+
+
+# Found by the second review ------------------------------------------------------------------------------
+
+
+@wrong_answer("attention_entropy", message="the experiment averages them itself")
+def entropy_averaged_over_the_rows(weights):
+    return -torch.special.xlogy(weights, weights).sum(dim=-1).mean()
+
+
+@wrong_answer("attention_entropy", message="nan_to_num after the sum wipes the whole row")
+def entropy_with_nan_replaced_after_the_sum(weights):
+    return -(weights * torch.log(weights)).sum(dim=-1).nan_to_num(0.0)
+
+
+@wrong_answer("scaled_dot_product_attention", message="Yet it is right for q (1, 1, 3, 4), with two batch axes")
+def attention_transposing_axes_2_and_3(q, k, v, mask=None):
+    scores = q @ k.transpose(2, 3) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="Yet it is right for q (1, 1, 3, 4), with two batch axes")
+def attention_with_the_softmax_over_axis_3(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=3)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="you multiplied the scores by √d_k; divide them by √d_k")
+def attention_multiplied_by_the_square_root_of_d_k(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) * math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="your scores were divided by √q.shape[1] = √3")
+def attention_scaled_by_the_size_of_axis_1(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("SingleHeadAttention", message="nn.Linear stores its weight as (d_out, d_model)")
+class AttentionMultiplyingByTheStoredWeights(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        q, k, v = x @ self.query.weight, context @ self.key.weight, context @ self.value.weight
+        return scaled_dot_product_attention(q, k, v, mask)
+
+
+@wrong_answer("SingleHeadAttention", message="the scores were divided by √d_model = √6, not by √d_k = √4")
+class AttentionScaledByTheModelDimension(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        q, k, v = self.query(x), self.key(context), self.value(context)
+        scores = q @ k.mT / math.sqrt(x.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ v, weights

@@ -5,6 +5,7 @@ weights themselves); closed-form values worked out by hand.
 """
 
 import math
+import numbers
 from collections.abc import Callable
 
 import torch
@@ -16,6 +17,7 @@ from . import (
     expect_close,
     expect_tensor,
     learner_facing,
+    matches,
     passed,
     pytorch_attention,
     rows_sum_to,
@@ -120,6 +122,33 @@ def wrongly_shifted_softmaxes(scores: torch.Tensor) -> dict[str, torch.Tensor]:
     return results
 
 
+# Scores that tell a shift by the position of each row's maximum (what max(dim)[1] holds) from no shift at all:
+# exp(89.5) overflows float32, exp(89.5 - 3) does not, and the maximum of the second row is at position 0.
+INDEX_PROBE = torch.tensor([[0.0, 0.0, 0.0, 89.5], [89.5, 0.0, 0.0, 0.0]])  # (2, 4)
+INDEX_CALL = "softmax(scores, dim=-1) with scores = [[0, 0, 0, 89.5], [89.5, 0, 0, 0]]"
+SHIFT_BY_INDICES = (
+    "your weights are what subtracting the position of each row's maximum gives, not its value: "
+    "scores.max(dim=dim) returns a pair (values, indices), and [1] is the indices. A shift by such a small number "
+    "leaves exp(1000) overflowing to inf, so the weights are nan (inf / inf) on [1000, 0, -1000] as without a "
+    "shift, and on [[0, 0, 0, 89.5], [89.5, 0, 0, 0]] only the second row, whose maximum is at position 0, "
+    "overflows. Take the values, [0] or .values, or use torch.amax."
+)
+
+
+@oracle
+def softmax_shifted_by_indices(scores: torch.Tensor) -> torch.Tensor:
+    """The float32 softmax along the last axis of ``scores`` shifted by the position of each row's maximum."""
+    exps = torch.exp(scores - scores.argmax(dim=-1, keepdim=True))  # may overflow: that is what is being shown
+    return exps / exps.sum(dim=-1, keepdim=True)
+
+
+@oracle
+def softmax_with_the_maximum_of_the_last_axis(scores: torch.Tensor, dim: int) -> torch.Tensor:
+    """The softmax along ``dim`` of ``scores`` shifted by the maximum along the last axis, not along dim."""
+    exps = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    return exps / exps.sum(dim=dim, keepdim=True)
+
+
 @learner_facing
 def check_softmax(softmax: Callable, seed: int = 0, shape: tuple[int, ...] = (2, 3, 5)) -> None:
     """Check a numerically stable softmax(scores, dim=-1) against torch.softmax and closed-form values."""
@@ -182,7 +211,25 @@ def _check_softmax_values(softmax: Callable, scores: torch.Tensor, dim: int) -> 
             f"{call}: the weights do not sum to 1 along dim={dim}. Divide the exponentials by their sum "
             "along the same dim (keepdim=True)."
         )
+    if dim % scores.ndim != scores.ndim - 1 and torch.allclose(
+        weights, softmax_with_the_maximum_of_the_last_axis(scores, dim), atol=1e-5
+    ):
+        raise CheckFailed(
+            f"{call}: you subtracted the maximum along the last axis but summed along dim={dim}. The shift cancels "
+            "only if it is the same number for every entry that is summed together: take the maximum along dim "
+            "too (keepdim=True)."
+        )
     expect_close(weights, torch.softmax(scores, dim=dim), f"{call}, compared with torch.softmax")
+
+
+def _shifts_by_indices(softmax: Callable) -> bool:
+    """Whether the learner's softmax behaves on INDEX_PROBE as a shift by the positions of the row maxima does."""
+    try:
+        weights = _call_softmax(softmax, INDEX_PROBE.clone(), -1, INDEX_CALL)
+    except CheckFailed:
+        return False
+    expected = softmax_shifted_by_indices(INDEX_PROBE)
+    return isinstance(weights, torch.Tensor) and torch.allclose(weights, expected, atol=1e-5, equal_nan=True)
 
 
 def _check_softmax_large_scores(softmax: Callable) -> None:
@@ -191,6 +238,8 @@ def _check_softmax_large_scores(softmax: Callable) -> None:
     if not torch.isfinite(weights).all():
         for shift, result in wrongly_shifted_softmaxes(LARGE_SCORES).items():
             if torch.allclose(weights, result, atol=1e-5, equal_nan=True):
+                if shift == "none" and _shifts_by_indices(softmax):
+                    raise CheckFailed(f"{LARGE_CALL} gives nan or inf: {SHIFT_BY_INDICES}")
                 raise CheckFailed(f"{LARGE_CALL} gives nan or inf: {SHIFTS[shift]}")
         raise CheckFailed(
             f"{LARGE_CALL} gives nan or inf: an exponential overflowed to inf (in float32, exp of a number above "
@@ -214,7 +263,12 @@ def _check_softmax_large_scores(softmax: Callable) -> None:
 def check_attention_weights(attention_weights: Callable, seed: int = 0) -> None:
     """Check the (..., seq, seq) weights softmax_j(x_i · x_j) on one sequence, a batch and closed-form values."""
     with earlier_exercises_replaced(attention_weights, "softmax"):
-        _check_weights_on(attention_weights, seeded_randn(5, 3, seed=seed))
+        try:
+            _check_weights_on(attention_weights, seeded_randn(5, 3, seed=seed))
+        except CheckFailed as failure:
+            if failure.__cause__ is not None:  # it crashed on one sequence: does it work on a batch of them?
+                _expect_crash_of_one_batch_axis(attention_weights, failure, seed)
+            raise
         _on_batch(lambda: _check_weights_on(attention_weights, seeded_randn(2, 4, 5, 3, seed=seed + 1)), MATRIX_HINT)
 
         two_unit_vectors = torch.tensor([[1.0, 0.0], [0.0, 1.0]])  # (2, 2)
@@ -223,6 +277,23 @@ def check_attention_weights(attention_weights: Callable, seed: int = 0) -> None:
         expected = torch.tensor([[e / (e + 1), 1 / (e + 1)], [1 / (e + 1), e / (e + 1)]])
         expect_close(weights, expected, "attention_weights([[1, 0], [0, 1]]) (scores [[1, 0], [0, 1]])")
     passed("attention_weights", "rows sum to 1 over the keys and match softmax(x xᵀ), also for batches")
+
+
+ONE_BATCH_AXIS = (
+    "Yet it works on a batch {shape}: your code works only with exactly one batch axis in front. Count the axes "
+    "from the end (-2 for the positions, -1 for the features), so that a single sequence (seq, d) works too; "
+    "torch.bmm, for one, takes 3-D tensors only."
+)
+
+
+def _expect_crash_of_one_batch_axis(attention_weights: Callable, failure: CheckFailed, seed: int) -> None:
+    """After a crash on a single sequence, fail with what it is if the same code is right on a 3-D batch."""
+    batch = seeded_randn(2, 5, 3, seed=seed + 2)  # (batch 2, seq 5, d 3)
+    try:
+        _check_weights_on(attention_weights, batch)
+    except CheckFailed:
+        return
+    raise CheckFailed(f"{failure}\n{ONE_BATCH_AXIS.format(shape=shape_of(batch))}") from failure.__cause__
 
 
 def _check_weights_on(attention_weights: Callable, x: torch.Tensor) -> None:
@@ -270,7 +341,12 @@ def check_self_attention(self_attention: Callable, seed: int = 0) -> None:
 def _check_outputs_on(self_attention: Callable, x: torch.Tensor) -> None:
     *batch, seq, d = x.shape
     call = f"self_attention(x) with x of shape {shape_of(x)} (seq={seq}, d={d})"
-    outputs = call_learner(self_attention, x, call=call)
+    try:
+        outputs = call_learner(self_attention, x, call=call)
+    except CheckFailed as failure:
+        if isinstance(failure.__cause__, RuntimeError):
+            _name_product_crash(self_attention, failure)
+        raise
     if isinstance(outputs, tuple):
         raise CheckFailed(f"{call} returned a tuple; return only the outputs, a tensor of shape (..., seq, d).")
     if isinstance(outputs, torch.Tensor) and tuple(outputs.shape) == (*batch, seq, seq) and seq != d:
@@ -285,6 +361,11 @@ def _check_outputs_on(self_attention: Callable, x: torch.Tensor) -> None:
             f"{call}: you used the transposed weights. Output i averages the inputs with row i of the "
             "weights: y = weights @ x."
         )
+    if torch.allclose(outputs, expected / seq, atol=1e-6) and not torch.allclose(outputs, expected, atol=1e-5):
+        raise CheckFailed(
+            f"{call}: your outputs are the weighted averages divided by seq={seq}. The rows of the weights already "
+            "sum to 1, so weights @ x is the average; dividing by n averages twice."
+        )
     lowest, highest = x.amin(dim=-2, keepdim=True), x.amax(dim=-2, keepdim=True)  # (..., 1, d)
     if (outputs < lowest - 1e-5).any() or (outputs > highest + 1e-5).any():
         raise CheckFailed(
@@ -292,6 +373,36 @@ def _check_outputs_on(self_attention: Callable, x: torch.Tensor) -> None:
             "Multiply by the normalised weights (rows summing to 1), not by the raw scores."
         )
     expect_close(outputs, expected, f"{call}, compared with softmax(x xᵀ) x")
+
+
+# Products that crash on x (seq, d) with seq ≠ d and run when seq = d, what they compute then, and their mistake.
+WRONG_PRODUCTS = {
+    "x @ weights": "the weights come first: (seq, seq) @ (seq, d) gives one d-dimensional output per position, "
+    "y = weights @ x",
+    "weights * x": "`*` multiplies entry by entry; the weighted sum is a matrix product, weights @ x",
+}
+
+
+@oracle
+def wrong_products(x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """What each product of WRONG_PRODUCTS gives on a square x (seq = d), with the weights softmax(x xᵀ)."""
+    weights = unscaled_self_attention(x)[1]  # (..., seq, seq)
+    return {"x @ weights": x @ weights, "weights * x": weights * x}
+
+
+def _name_product_crash(self_attention: Callable, failure: CheckFailed) -> None:
+    """A crash on shapes: on a square x, where the shapes fit anyway, see which wrong product the code computes."""
+    square = seeded_randn(4, 4, seed=7)  # (seq 4, d 4)
+    try:
+        outputs = call_learner(self_attention, square, call="self_attention(x) with x of shape (4, 4)")
+    except CheckFailed:
+        return
+    for product, result in wrong_products(square).items():
+        if isinstance(outputs, torch.Tensor) and outputs.shape == result.shape and matches(outputs, result):
+            raise CheckFailed(
+                f"{failure}\nOn a square x, where the shapes happen to fit, your code computes {product}: "
+                f"{WRONG_PRODUCTS[product]}."
+            ) from failure.__cause__
 
 
 # Exercise 4 ---------------------------------------------------------------------------------------------
@@ -312,6 +423,9 @@ GAP_MISTAKES = {
     "the largest of them",
     "mean": "you averaged the absolute differences; the gap is the largest of them, not their mean",
     "norm": "you took the norm of all the differences; the gap is the largest absolute difference, not a norm",
+    "sum": "you added up the absolute differences; the gap is the largest of them, not their sum",
+    "relative": "you divided by the largest absolute value of f(x); the gap is the largest absolute difference "
+    "itself, not relative to the size of f(x)",
 }
 
 
@@ -327,6 +441,8 @@ def running_sum_gaps(x: torch.Tensor, perm: torch.Tensor) -> dict[str, float]:
         "signed maximum": differences.max().item(),
         "mean": differences.abs().mean().item(),
         "norm": differences.norm().item(),
+        "sum": differences.abs().sum().item(),
+        "relative": (differences.abs().max() / running_sum(x).abs().max()).item(),
     }
 
 
@@ -394,7 +510,7 @@ def _gap_of(equivariance_gap: Callable, f: Callable, x: torch.Tensor, perm: torc
                 "difference."
             )
         return gap.item()
-    if not isinstance(gap, int | float):
+    if not isinstance(gap, numbers.Real):  # a Python or a NumPy number
         raise CheckFailed(f"{call} returned {type(gap).__name__}; return one number (a float).")
     return float(gap)
 

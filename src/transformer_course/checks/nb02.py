@@ -68,6 +68,11 @@ def _expect_entropy(attention_entropy: Callable, weights: torch.Tensor, expected
                 f"(dim -2). Each row of weights, one query's, sums over the keys, the last axis: expected shape "
                 f"{shape_of(rows)}."
             )
+        if entropy.dim() == 0 and matches(entropy, expected.mean()):
+            raise CheckFailed(
+                f"{call} returned a single number, the mean of the rows' entropies. Return one entropy per row, "
+                f"shape {shape_of(rows)}: the experiment averages them itself."
+            )
         if entropy.dim() == 0:
             raise CheckFailed(
                 f"{call} returned a single number: you summed over every axis. Return one entropy per row, summing "
@@ -79,6 +84,13 @@ def _expect_entropy(attention_entropy: Callable, weights: torch.Tensor, expected
             f"{call} gives nan for a row with zero weights: log 0 = -inf and 0 · (-inf) = nan. A zero weight "
             "contributes 0 to the entropy (the limit of w log w as w → 0). Look up torch.special.xlogy, or skip "
             "the zeros with torch.where."
+        )
+    has_zeros = (weights == 0).any(dim=-1)  # (rows): rows where a term is 0 · log 0 = nan
+    if has_zeros.any() and matches(entropy, torch.where(has_zeros, 0.0, expected)):
+        raise CheckFailed(
+            f"{call} gives 0 for every row with a zero weight, whatever its other weights: nan_to_num after the "
+            "sum wipes the whole row, since one nan term makes the row's sum nan. Make each 0 · log 0 term 0 "
+            "before summing (look up torch.special.xlogy, or use torch.where on the terms)."
         )
     got, want = entropy.flatten()[0].item(), expected.flatten()[0].item()
     first_row = f"{call} gives {got:.4g} for the first row, where the entropy is {want:.4g}"
@@ -169,7 +181,7 @@ def _check_attention_on(sdpa: Callable, q, k, v, mask) -> None:
     _diagnose_scale(q, k, v, mask, weights, call)
     expected_outputs, expected_weights = pytorch_attention(q, k, v, mask=mask, scale=None)
     if not torch.allclose(weights, expected_weights, atol=1e-5):
-        _diagnose_batch_axes(sdpa, q, k, v, mask, f"{call}: the weights differ from PyTorch's.")
+        _diagnose_batch_axes(sdpa, q, k, v, mask, f"{call}: the weights differ from PyTorch's.", weights)
     expect_close(weights, expected_weights, f"{call}: the weights, compared with PyTorch's")
     expect_close(outputs, expected_outputs, f"{call}: the outputs (weights @ v), compared with PyTorch's")
 
@@ -233,16 +245,26 @@ def _diagnose_scale(q, k, v, mask, weights: torch.Tensor, call: str) -> None:
         1 / math.sqrt(n_k): "you divided by √(number of keys); divide by √d_k, the key dimension q.shape[-1]",
         1 / math.sqrt(d_v): "you divided by √d_v; the scale is √d_k, the dimension of queries and keys",
         1 / d_k: "you divided by d_k; divide by its square root √d_k",
+        math.sqrt(d_k): "you multiplied the scores by √d_k; divide them by √d_k",
     }
     for scale, mistake in wrong_scales.items():
         if torch.allclose(weights, pytorch_attention(q, k, v, mask=mask, scale=scale)[1], atol=1e-5):
             raise CheckFailed(f"{call}: {mistake}.")
 
 
-def _diagnose_batch_axes(sdpa: Callable, q, k, v, mask, failure: str) -> None:
+def _diagnose_batch_axes(sdpa: Callable, q, k, v, mask, failure: str, weights=None) -> None:
     """Name the mistakes that make attention right for one sequence and wrong for a batch: k.T, which on a
-    tensor of more than two axes reverses them all, and axes counted from the front."""
+    tensor of more than two axes reverses them all, and axes counted from the front (``weights``, the learner's
+    on q, k, v if it returned any, tell whether the scale was one of them)."""
     _diagnose_transpose_of_all_axes(sdpa, failure)
+    axes = "k.transpose(-2, -1) and softmax(dim=-1)"
+    for axis in range(q.dim() - 1):
+        scale = 1 / math.sqrt(q.shape[axis])
+        if q.shape[axis] != q.shape[-1] and matches(weights, pytorch_attention(q, k, v, mask=mask, scale=scale)[1]):
+            axes = (
+                f"k.transpose(-2, -1), softmax(dim=-1) and the scale √q.shape[-1] (your scores were divided by "
+                f"√q.shape[{axis}] = √{q.shape[axis]}, not by √d_k = √{q.shape[-1]})"
+            )
     while q.dim() > 2:  # the same inputs with fewer batch axes
         q, k, v = q[0], k[0], v[0]
         mask = mask[0] if mask is not None and mask.dim() > q.dim() else mask
@@ -256,8 +278,7 @@ def _diagnose_batch_axes(sdpa: Callable, q, k, v, mask, failure: str) -> None:
         if matches(weights, expected_weights) and matches(outputs, expected_outputs):
             raise CheckFailed(
                 f"{failure}\nYet it is right for q {shape_of(q)}: your attention depends on the number of batch "
-                "axes. Count the axes from the end, k.transpose(-2, -1) and softmax(dim=-1), so that any batch "
-                "shape works."
+                f"axes. Count the axes from the end, {axes}, so that any batch shape works."
             )
 
 
@@ -280,12 +301,36 @@ def _diagnose_transpose_of_all_axes(sdpa: Callable, failure: str) -> None:
         )
 
 
+def _diagnose_more_batch_axes(sdpa: Callable, q, k, v, failure: CheckFailed) -> None:
+    """After a crash on one batch axis, name code that is right with two: axes counted from the front."""
+    q, k, v = q[None], k[None], v[None]  # (1, batch, n, d): a heads axis in front
+    call = f"scaled_dot_product_attention(q, k, v) with q {shape_of(q)}, k {shape_of(k)}, v {shape_of(v)}"
+    try:
+        outputs, weights = expect_pair(call_learner(sdpa, q, k, v, call=call), call)
+    except CheckFailed:
+        return
+    expected_outputs, expected_weights = pytorch_attention(q, k, v, mask=None, scale=None)
+    if matches(weights, expected_weights) and matches(outputs, expected_outputs):
+        raise CheckFailed(
+            f"{failure}\nYet it is right for q {shape_of(q)}, with two batch axes: your attention depends on the "
+            "number of batch axes. Count the axes from the end, k.transpose(-2, -1) and softmax(dim=-1), so that "
+            "any batch shape works."
+        ) from failure.__cause__
+
+
 def _check_gradients(sdpa: Callable, seed: int) -> None:
     q = seeded_randn(1, 3, 4, seed=seed + 4, dtype=torch.float64).requires_grad_()  # (batch, n_q, d_k)
     k = seeded_randn(1, 5, 4, seed=seed + 5, dtype=torch.float64).requires_grad_()  # (batch, n_k, d_k)
     v = seeded_randn(1, 5, 2, seed=seed + 6, dtype=torch.float64).requires_grad_()  # (batch, n_k, d_v)
     call = "scaled_dot_product_attention(q, k, v) with float64 q (1, 3, 4), k (1, 5, 4), v (1, 5, 2) that require grad"
-    outputs, _ = expect_pair(call_learner(sdpa, q, k, v, call=call), call)
+    try:
+        outputs, _ = expect_pair(call_learner(sdpa, q, k, v, call=call), call)
+    except NotImplementedYet:
+        raise
+    except CheckFailed as failure:
+        if failure.__cause__ is not None:
+            _diagnose_more_batch_axes(sdpa, q, k, v, failure)
+        raise
     expect_tensor(outputs, "the outputs of scaled_dot_product_attention", (1, 3, 2), q.dtype)
     expect_differentiable(outputs, call)
     cotangent = seeded_randn(*outputs.shape, seed=seed + 7, dtype=outputs.dtype)  # a random loss's gradient
@@ -402,6 +447,8 @@ def _check_module_on(module: nn.Module, matrices: dict, x, context, mask, call: 
         _name_truth_value_of_a_tensor(failure, "context" if mask is None else "mask")
         if context is not None:
             _diagnose_sources(module, matrices, x, call, seed)
+        if context is None and mask is None and isinstance(failure.__cause__, RuntimeError):
+            _diagnose_untransposed_weights(type(module), failure, seed)
         raise
     outputs, weights = expect_pair(result, call)
     with torch.no_grad():  # the projections as the notebook defines them: x W, no bias
@@ -459,6 +506,11 @@ def _diagnose_projections(module: nn.Module, matrices: dict, x, keys_from, mask,
                 "scaled_dot_product_attention divides by √d_k already; give it the projections as they are"
             ),
             1.0: "the scores were not divided by √d_k. Compute the attention with scaled_dot_product_attention",
+            1 / math.sqrt(D_MODEL): (
+                f"the scores were divided by √d_model = √{D_MODEL}, not by √d_k = √{d_k}: the scale is the "
+                "dimension of the queries and keys, after the projections. Compute the attention with "
+                "scaled_dot_product_attention"
+            ),
         }
         for scale, mistake in wrong_scales.items():
             if matches(weights, pytorch_attention(q, k, v, mask=mask, scale=scale)[1]):
@@ -471,6 +523,38 @@ def _diagnose_projections(module: nn.Module, matrices: dict, x, keys_from, mask,
             f"parameters: {', '.join(others)}. The notebook's projections are W_Q, W_K and W_V and nothing else, "
             "with no bias: Q = X W_Q, K = C W_K, V = C W_V. Is one of the others added in forward?"
         )
+
+
+def _diagnose_untransposed_weights(SingleHeadAttention: type, failure: CheckFailed, seed: int) -> None:  # noqa: N803
+    """After a crash on shapes: in a module whose sizes are all equal, where x @ linear.weight runs, see whether
+    the code multiplies by the nn.Linear weights as they are stored, (d_out, d_model), untransposed."""
+    side = 4
+    try:
+        module = built_with_seed(SingleHeadAttention, side, side, side, seed=seed, call="SingleHeadAttention(4, 4, 4)")
+    except CheckFailed:
+        return
+    parts = [getattr(module, name, None) for name in OUT_FEATURES]
+    if not all(isinstance(part, nn.Linear) for part in parts):
+        return
+    x = seeded_randn(2, 3, side, seed=seed + 5)  # (batch, n, d_model = d_k = d_v = 4)
+    matrices = [seeded_randn(side, side, seed=seed + 20 + number) for number in range(3)]  # (d_out, d_model)
+    with torch.no_grad():
+        for part, matrix in zip(parts, matrices, strict=True):
+            part.weight.copy_(matrix)
+        expected_outputs, expected_weights = pytorch_attention(
+            *(x @ matrix for matrix in matrices), mask=None, scale=None
+        )
+    call = "module(x) with d_model = d_k = d_v = 4"
+    try:
+        outputs, weights = expect_pair(call_learner(module, x, call=call), call)
+    except CheckFailed:
+        return
+    if matches(weights, expected_weights) and matches(outputs, expected_outputs):
+        raise CheckFailed(
+            f"{failure}\nWith d_model = d_k = d_v, where the shapes fit, your module computes x @ self.query.weight: "
+            "nn.Linear stores its weight as (d_out, d_model), so x @ weight multiplies by the transpose of its map. "
+            "Call the layer, self.query(x), or use x @ W.T."
+        ) from failure.__cause__
 
 
 def _diagnose_sources(module: nn.Module, matrices: dict, x, call: str, seed: int) -> None:

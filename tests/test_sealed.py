@@ -201,6 +201,14 @@ def one_test(answer: str, test: str, tmp_path) -> sealed_run.SealedVerdict:
     return sealed_run.verify(cells, tmp_path, 60.0, Sandbox(), None)
 
 
+def test_a_tensor_argument_whose_shape_the_student_changes_in_place_changes_for_the_judge(tmp_path):
+    cells = [sealed_run.role("course", "setup", "import torch")]
+    cells.append(sealed_run.role("student", "answer", "def flip(x):\n    return x.transpose_(0, 1)\n"))
+    test = "x = torch.zeros(2, 3)\nflip(x)\nassert x.shape == (3, 2), x.shape"
+    cells.append(sealed_run.role("test", "test_answer", test))
+    assert sealed_run.verify(cells, tmp_path, 60.0, Sandbox(), None).passed == {"test_answer"}
+
+
 def test_a_counter_from_the_student_is_a_dict_to_the_judge(tmp_path):
     answer = "def count(ids):\n    return collections.Counter(zip(ids, ids[1:]))\n"
     test = "counts = count([1, 2, 1, 2])\nassert isinstance(counts, dict) and counts == {(1, 2): 2, (2, 1): 1}"

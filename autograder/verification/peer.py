@@ -281,7 +281,11 @@ class Peer:
                 torch.set_rng_state(reply["rng"])
             with torch.no_grad() if torch is not None else contextlib.nullcontext():
                 for index, changed in reply.get("changed_inputs") or []:
-                    arguments[int(index)].copy_(changed)
+                    argument = arguments[int(index)]
+                    if argument.shape == changed.shape:
+                        argument.copy_(changed)
+                    else:  # transpose_, unsqueeze_ and the like change the shape in place
+                        argument.data = changed
             changed = dict(containers_in(args, kwargs))
             for place, contents in reply.get("changed_containers") or []:
                 refill(changed.get(place if isinstance(place, str) else int(place)), contents)

@@ -51,8 +51,9 @@ def shift_matrix_as_an_exponential(delta, d, n=10000.0):
 
 def shift_matrix_fitted_by_least_squares(delta, d, n=10000.0):
     """Found numerically, not from the formula: off-block entries are tiny but not 0."""
-    rows = nb05.encoding_by_formula(200, d, n=n).double()  # rows P(t)
-    before, after = (rows[: 200 - delta], rows[delta:]) if delta >= 0 else (rows[-delta:], rows[: 200 + delta])
+    spread = [k * 7919.3 for k in range(200)]  # far apart, so that even the slowest pairs turn a lot between them
+    before = torch.cat([nb05.encoding_by_formula(1, d, n=n, first_position=t) for t in spread]).double()  # P(t)
+    after = torch.cat([nb05.encoding_by_formula(1, d, n=n, first_position=t + delta) for t in spread]).double()
     return torch.linalg.lstsq(before, after).solution.T.float()
 
 
@@ -80,6 +81,28 @@ class LearnedWithBufferedPositions(nn.Module):
         return self.embedding(self.positions[:seq]).expand(*leading, -1, -1) + x
 
 
+class LearnedFromAZeroTable(nn.Module):
+    """Starts with no position signal; the check sets the table itself, so zeros must not look like a mistake."""
+
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+        nn.init.zeros_(self.embedding.weight)
+
+    def forward(self, x):
+        seq = x.shape[-2]
+        if seq > self.embedding.num_embeddings:
+            raise ValueError("too long")
+        return x + self.embedding(torch.arange(seq, device=x.device))
+
+
+def shift_matrix_from_a_rotation_generator_by_kron(delta, d, n=10000.0):
+    frequencies = n ** (-torch.arange(d // 2) / (d // 2))  # 2i/d == i/(d/2)
+    turn = torch.tensor([[0.0, 1.0], [-1.0, 0.0]])
+    cos, sin = torch.diag(torch.cos(delta * frequencies)), torch.diag(torch.sin(delta * frequencies))
+    return torch.kron(cos, torch.eye(2)) + torch.kron(sin, turn)
+
+
 @pytest.mark.parametrize(
     ("check", "answer"),
     [
@@ -89,8 +112,10 @@ class LearnedWithBufferedPositions(nn.Module):
         (nb05.check_shift_matrix, shift_matrix_by_blocks),
         (nb05.check_shift_matrix, shift_matrix_as_an_exponential),
         (nb05.check_shift_matrix, shift_matrix_fitted_by_least_squares),
+        (nb05.check_shift_matrix, shift_matrix_from_a_rotation_generator_by_kron),
         (nb05.check_learned_positional_embedding, LearnedWithParameterIndexing),
         (nb05.check_learned_positional_embedding, LearnedWithBufferedPositions),
+        (nb05.check_learned_positional_embedding, LearnedFromAZeroTable),
     ],
 )
 def test_checks_accept_correct_answers_written_differently(check, answer):
@@ -148,3 +173,23 @@ def test_the_length_limit_alone_names_a_check_of_len_x():
     """Beyond the forward cases, the limit itself is tried on a (batch, seq, d) input whose batch is not seq."""
     with pytest.raises(CheckFailed, match=r"ValueError for x of shape \(11, 6\) but IndexError for x of shape "):
         nb05._expect_value_error_beyond_max_len(LengthFromTheFirstAxis(10, 6), seed=0)
+
+
+def test_the_shift_check_draws_a_fractional_shift_and_a_whole_one_up_to_zero_from_the_seed():
+    calls = []
+
+    def recorded(delta, d, n=10000.0):
+        calls.append(delta)
+        return nb05.rotation_by_formula(delta, d, n=n)
+
+    for seed in (0, 1, 2, 3):
+        nb05.check_shift_matrix(recorded, seed=seed)
+    drawn = [calls[k : k + 6][4:] for k in range(0, len(calls), 6)]
+    assert all(fractional != int(fractional) and whole <= 0 for fractional, whole in drawn)
+    assert drawn[0] != drawn[2] and any(whole == 0 for _, whole in drawn) and any(whole < 0 for _, whole in drawn)
+
+
+def test_the_encoding_oracle_takes_a_fractional_first_position():
+    shifted = nb05.encoding_by_formula(4, 6, n=100.0, first_position=0.5)
+    rotation = nb05.rotation_by_formula(0.5, 6, n=100.0)
+    assert torch.allclose(nb05.encoding_by_formula(4, 6, n=100.0) @ rotation.T, shifted, atol=1e-6)

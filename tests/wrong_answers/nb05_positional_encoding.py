@@ -307,3 +307,126 @@ class PositionsCheckedWithAssert(nn.Module):
     def forward(self, x):
         assert x.shape[-2] <= self.embedding.num_embeddings, "longer than max_len"
         return x + self.embedding(torch.arange(x.shape[-2]))
+
+
+# Added after the second review ---------------------------------------------------------------------------
+
+
+@wrong_answer("sinusoidal_encoding", message="the exponent is 4i/d: the 2 is counted twice")
+def encoding_with_the_two_counted_twice(length, d, n=10000.0):
+    even_columns = torch.arange(0, d, 2)  # 0, 2, 4, ...: already 2i
+    angles = torch.arange(length)[:, None] / n ** (2 * even_columns / d)
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2], encoding[:, 1::2] = angles.sin(), angles.cos()
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="both columns of each pair hold the sine")
+def encoding_with_sines_only(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] / n ** (torch.arange(0, d, 2) / d)
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2] = torch.sin(angles)
+    encoding[:, 1::2] = torch.sin(angles)
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="the exponents run from 0 up to 1 included")
+def encoding_with_exponents_from_linspace(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] / n ** torch.linspace(0, 1, d // 2)
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2], encoding[:, 1::2] = angles.sin(), angles.cos()
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="the angles must be (10, 4): positions down the rows")
+def encoding_with_angles_one_row_per_frequency(length, d, n=10000.0):
+    angles = torch.arange(length)[None, :] / n ** (torch.arange(0, d, 2)[:, None] / d)  # (d/2, length)
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2], encoding[:, 1::2] = angles.sin(), angles.cos()
+    return encoding
+
+
+@wrong_answer("shift_matrix", message="the exponent is 4i/d: the 2 is counted twice")
+def shift_with_the_two_counted_twice(delta, d, n=10000.0):
+    rotation = torch.zeros(d, d)
+    for i in range(0, d, 2):
+        angle = delta / n ** (2 * i / d)
+        rotation[i : i + 2, i : i + 2] = torch.tensor(
+            [[math.cos(angle), math.sin(angle)], [-math.sin(angle), math.cos(angle)]]
+        )
+    return rotation
+
+
+@wrong_answer("shift_matrix", message="the exponents run from 0 up to 1 included")
+def shift_with_exponents_from_linspace(delta, d, n=10000.0):
+    angles = delta * n ** (-torch.linspace(0, 1, d // 2))
+    return torch.block_diag(*[torch.stack([a.cos(), a.sin(), -a.sin(), a.cos()]).reshape(2, 2) for a in angles])
+
+
+@wrong_answer("shift_matrix", message="Δ need not be a whole number")
+def shift_as_a_power_of_one_step(delta, d, n=10000.0):
+    angles = n ** (-torch.arange(0, d, 2) / d)  # one position's turn per pair
+    one_step = torch.block_diag(*[torch.stack([a.cos(), a.sin(), -a.sin(), a.cos()]).reshape(2, 2) for a in angles])
+    return torch.linalg.matrix_power(one_step, int(delta))
+
+
+@wrong_answer("shift_matrix", message="Δ need not be a whole number")
+def shift_by_repeated_steps(delta, d, n=10000.0):
+    angles = n ** (-torch.arange(0, d, 2) / d)
+    one_step = torch.block_diag(*[torch.stack([a.cos(), a.sin(), -a.sin(), a.cos()]).reshape(2, 2) for a in angles])
+    rotation = torch.eye(d)
+    for _ in range(abs(delta)):
+        rotation = rotation @ (one_step if delta > 0 else one_step.T)
+    return rotation
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="positions start at 0")
+class PositionsFromOne(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        seq = x.shape[-2]
+        if seq > self.embedding.num_embeddings:
+            raise ValueError("longer than max_len")
+        return x + self.embedding(torch.arange(1, seq + 1))
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="nn.Embedding takes integer indices")
+class PositionsAsFloats(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        seq = x.shape[-2]
+        if seq > self.embedding.num_embeddings:
+            raise ValueError("longer than max_len")
+        return x + self.embedding(torch.arange(seq, dtype=x.dtype))
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="compares with the wrong number (embedding_dim is d")
+class PositionsLimitedByTheWidth(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        seq = x.shape[-2]
+        if seq > self.embedding.embedding_dim:
+            raise ValueError("longer than max_len")
+        return x + self.embedding(torch.arange(seq))
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="padding_idx=0 freezes position 0's vector at zero")
+class PositionsWithAPaddingRow(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d, padding_idx=0)
+
+    def forward(self, x):
+        seq = x.shape[-2]
+        if seq > self.embedding.num_embeddings:
+            raise ValueError("longer than max_len")
+        return x + self.embedding(torch.arange(seq))

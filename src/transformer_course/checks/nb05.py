@@ -27,23 +27,27 @@ from .recordings import oracle
 
 # The exponent e of column j's angle t / n^e, as the notebook defines it ("2i/d", where 2i is the even column of
 # j's pair) and as common mistakes write it: the exponent of the odd column's own index, of the pair's index i,
-# with the sign flipped (frequencies inverted), or 0 for every pair (an integer division 2i // d).
+# with the 2 counted twice (2 · 2i / d), with the sign flipped (frequencies inverted), 0 for every pair (an integer
+# division 2i // d), or d/2 exponents spread evenly from 0 to 1 inclusive (torch.linspace(0, 1, d // 2)).
 EXPONENTS = {
     "2i/d": lambda j, d: 2 * (j // 2) / d,
     "i/d": lambda j, d: (j // 2) / d,
+    "4i/d": lambda j, d: 4 * (j // 2) / d,
     "j/d": lambda j, d: j / d,
     "-2i/d": lambda j, d: -2 * (j // 2) / d,
     "0": lambda j, d: 0.0,
+    "0 to 1": lambda j, d: (j // 2) / (d // 2 - 1) if d > 2 else 0.0,
 }
 
 
 @oracle
 def encoding_by_formula(
-    length: int, d: int, *, n: float, first_position: int = 0, exponent: str = "2i/d"
+    length: int, d: int, *, n: float, first_position: float = 0, exponent: str = "2i/d"
 ) -> torch.Tensor:
     """P(t, 2i) = sin(t / n^(2i/d)), P(t, 2i+1) = cos(t / n^(2i/d)), one entry at a time, shape (length, d).
 
-    ``first_position`` and ``exponent`` (a key of EXPONENTS) let the checks reproduce common mistakes and name them.
+    ``first_position`` (any real number: P(t + Δ) for a fractional shift Δ) and ``exponent`` (a key of EXPONENTS)
+    let the checks reproduce common mistakes and name them.
     """
 
     def entry(t: int, j: int) -> float:
@@ -92,7 +96,7 @@ def check_sinusoidal_encoding(sinusoidal_encoding: Callable, seed: int = 0) -> N
     for length, d, n in [(10, 8, None), (50, 16, 100.0), (1, 2, None), (7, 6, 10000.0), (33, 64, 500.0), drawn]:
         args = (length, d) if n is None else (length, d, n)
         call = f"sinusoidal_encoding({', '.join(map(str, args))})"
-        encoding = _expect_float32(call_learner(sinusoidal_encoding, *args, call=call), call, (length, d))
+        encoding = _expect_float32(_encoding_or_named_crash(sinusoidal_encoding, args, call), call, (length, d))
         expected = encoding_by_formula(length, d, n=10000.0 if n is None else n)
         if not torch.allclose(encoding, expected, atol=1e-5):
             _diagnose_encoding(encoding, length, d, 10000.0 if n is None else n, call)
@@ -100,14 +104,34 @@ def check_sinusoidal_encoding(sinusoidal_encoding: Callable, seed: int = 0) -> N
     passed("sinusoidal_encoding", "every entry follows the formula, for any length, even d and base n")
 
 
+def _encoding_or_named_crash(sinusoidal_encoding: Callable, args: tuple, call: str):
+    """sinusoidal_encoding(*args), with the crash of angles laid out (d/2, length) named: PyTorch's error then
+    reports both layouts, the (length, d/2) that the columns expect and the (d/2, length) it got."""
+    try:
+        return call_learner(sinusoidal_encoding, *args, call=call)
+    except CheckFailed as failure:
+        error, (length, d) = failure.__cause__, args[:2]
+        expected, transposed = f"{length}, {d // 2}", f"{d // 2}, {length}"
+        if isinstance(error, RuntimeError) and length != d // 2 and expected in str(error) and transposed in str(error):
+            raise CheckFailed(
+                f"{failure}\nYour angles have shape ({transposed}), one row per frequency; the encoding has one row "
+                f"per position, so the angles must be ({expected}): positions down the rows, frequencies along the "
+                "columns."
+            ) from error
+        raise
+
+
 def _diagnose_encoding(encoding: torch.Tensor, length: int, d: int, n: float, call: str) -> None:
     """Name the mistake whose output the learner's encoding equals, if it is one of the common ones."""
     right = encoding_by_formula(length, d, n=n)
+    sines, cosines = right[:, 0::2].repeat_interleave(2, 1), right[:, 1::2].repeat_interleave(2, 1)  # (length, d)
     mistakes = [
         (
             right[:, [j ^ 1 for j in range(d)]],
             "sin and cos are swapped: even columns 2i hold the sine, odd columns 2i+1 the cosine",
         ),
+        (sines, "both columns of each pair hold the sine; the odd column 2i+1 holds the cosine of the same angle"),
+        (cosines, "both columns of each pair hold the cosine; the even column 2i holds the sine of the same angle"),
         (
             torch.cat([right[:, 0::2], right[:, 1::2]], 1),
             "the sines fill the first half and the cosines the second; interleave them: sine in column 2i, "
@@ -116,6 +140,11 @@ def _diagnose_encoding(encoding: torch.Tensor, length: int, d: int, n: float, ca
         (
             encoding_by_formula(length, d, n=n, exponent="i/d"),
             "the exponent uses i/d; it is 2i/d, where 2i is the even column of the pair",
+        ),
+        (
+            encoding_by_formula(length, d, n=n, exponent="0 to 1"),
+            "the exponents run from 0 up to 1 included (as torch.linspace(0, 1, d // 2) spreads them); 2i/d goes "
+            "up in steps of 2/d and stops one step short of 1, at (d-2)/d",
         ),
         (
             encoding_by_formula(length, d, n=n, exponent="j/d"),
@@ -133,6 +162,12 @@ def _diagnose_encoding(encoding: torch.Tensor, length: int, d: int, n: float, ca
         ),
         (encoding_by_formula(length, d, n=n, first_position=1), "positions start at 1; the first position is t = 0"),
         (encoding_by_formula(length, d, n=10000.0), f"the base n={n} was ignored; use the n argument, not 10000"),
+        # After the base: 100^(4i/d) = 10000^(2i/d), and a 4i/d answer already fails at n = 10000.
+        (
+            encoding_by_formula(length, d, n=n, exponent="4i/d"),
+            "the exponent is 4i/d: the 2 is counted twice. The exponent is 2i/d, where 2i is the index of the even "
+            "column itself; if you step through the even columns 0, 2, 4, …, those numbers are already 2i",
+        ),
     ]
     for wrong, mistake in mistakes:
         if torch.allclose(encoding, wrong, atol=1e-5):
@@ -144,10 +179,15 @@ def _diagnose_encoding(encoding: torch.Tensor, length: int, d: int, n: float, ca
 
 @learner_facing
 def check_shift_matrix(shift_matrix: Callable, seed: int = 0) -> None:
-    """Check P(t + Δ) = R(Δ) P(t) for every position t, and that R(Δ) only rotates pairs of columns."""
-    for delta, d, n in [(1, 8, 10000.0), (3, 16, 100.0), (-2, 8, 10000.0), (5, 4, 10.0)]:
+    """Check P(t + Δ) = R(Δ) P(t) for every position t, and that R(Δ) only rotates pairs of columns, for fixed
+    cases and two drawn from the seed: a fractional Δ, and a whole Δ from -3 to 0."""
+    rng = random.Random(seed)
+    fractional = (rng.choice([-1, 1]) * (rng.randint(0, 3) + rng.choice([0.25, 0.5, 0.75])), 2 * rng.randint(2, 12))
+    whole = (rng.randint(-3, 0), 2 * rng.randint(1, 12))
+    drawn = [(delta, d, float(rng.randint(10, 20000))) for delta, d in (fractional, whole)]
+    for delta, d, n in [(1, 8, 10000.0), (3, 16, 100.0), (-2, 8, 10000.0), (5, 4, 10.0), *drawn]:
         call = f"shift_matrix({delta}, {d}, {n})"
-        rotation = _expect_float32(call_learner(shift_matrix, delta, d, n, call=call), call, (d, d))
+        rotation = _expect_float32(_rotation_or_named_crash(shift_matrix, delta, d, n, call), call, (d, d))
         positions = encoding_by_formula(30, d, n=n)  # (t, d): rows are P(t)
         shifted = positions @ rotation.T  # row t is R(Δ) P(t)
         target = encoding_by_formula(30, d, n=n, first_position=delta)  # row t is P(t + Δ)
@@ -170,7 +210,22 @@ def check_shift_matrix(shift_matrix: Callable, seed: int = 0) -> None:
     passed("shift_matrix", "R(Δ) P(t) = P(t + Δ) for every t: a shift is a rotation of each pair")
 
 
-def _diagnose_rotation(rotation: torch.Tensor, delta: int, d: int, n: float, call: str) -> None:
+def _rotation_or_named_crash(shift_matrix: Callable, delta: float, d: int, n: float, call: str):
+    """shift_matrix(delta, d, n), with a TypeError for a fractional Δ named: range() and matrix powers count whole
+    steps only."""
+    try:
+        return call_learner(shift_matrix, delta, d, n, call=call)
+    except CheckFailed as failure:
+        if isinstance(failure.__cause__, TypeError) and delta != int(delta):
+            raise CheckFailed(
+                f"{failure}\nΔ need not be a whole number: a shift by Δ = {delta} positions is a rotation too, by the "
+                "angle ω_i Δ in block i. What counts in whole positions (a loop over range(Δ), a power of R(1), a row "
+                "of the encoding table) cannot make it; compute the angles ω_i Δ from Δ itself."
+            ) from failure.__cause__
+        raise
+
+
+def _diagnose_rotation(rotation: torch.Tensor, delta: float, d: int, n: float, call: str) -> None:
     """Name the mistake of a block-diagonal R(Δ) that does not shift, if it is one of the common ones."""
     right = rotation_by_formula(delta, d, n=n)
     pairs = torch.arange(0, d, 2)
@@ -196,7 +251,18 @@ def _diagnose_rotation(rotation: torch.Tensor, delta: int, d: int, n: float, cal
             f"{call}: the blocks hold cos ω_iΔ on the diagonal but nothing beside it; a rotation also needs "
             "sin ω_iΔ above the diagonal and -sin ω_iΔ below it."
         )
+    whole_steps = [
+        (
+            rotation_by_formula(steps, d, n=n),
+            f"your matrix is R({steps}), a shift by {steps} whole positions; here Δ = {delta}, and Δ need not be a "
+            "whole number: block i turns by the angle ω_i Δ for any real Δ. Counting whole steps (a loop over "
+            "range(Δ), a power of R(1), int(Δ)) cannot make a fractional shift",
+        )
+        for steps in sorted({math.trunc(delta), math.floor(delta), round(delta)})
+        if steps != delta
+    ]
     mistakes = [
+        *whole_steps,
         (
             rotation_by_formula(1, d, n=n),
             f"your matrix is R(1), whatever Δ: here Δ = {delta}, and block i turns by the angle ω_i Δ, not ω_i",
@@ -211,11 +277,22 @@ def _diagnose_rotation(rotation: torch.Tensor, delta: int, d: int, n: float, cal
             "the exponent uses i/d; it is 2i/d, where i counts the pairs and 2i is the pair's first column",
         ),
         (
+            rotation_by_formula(delta, d, n=n, exponent="0 to 1"),
+            "the exponents run from 0 up to 1 included (as torch.linspace(0, 1, d // 2) spreads them); 2i/d goes "
+            "up in steps of 2/d and stops one step short of 1, at (d-2)/d",
+        ),
+        (
             rotation_by_formula(delta, d, n=n, exponent="0"),
             "every block turns by Δ radians: the exponent 2i/d came out 0 for every pair (an integer division // "
             "rounds it down), or the frequencies 1 / n^(2i/d) are missing",
         ),
         (rotation_by_formula(delta, d, n=10000.0), f"the base n={n} was ignored; use the n argument, not 10000"),
+        # After the base: 100^(4i/d) = 10000^(2i/d), and a 4i/d answer already fails at n = 10000.
+        (
+            rotation_by_formula(delta, d, n=n, exponent="4i/d"),
+            "the exponent is 4i/d: the 2 is counted twice. The exponent is 2i/d, where 2i is the pair's first "
+            "column itself; if you step through the first columns 0, 2, 4, …, those numbers are already 2i",
+        ),
     ]
     for wrong, mistake in mistakes:
         if not close(wrong, right) and close(rotation, wrong):
@@ -238,6 +315,8 @@ def check_learned_positional_embedding(LearnedPositionalEmbedding: type, seed: i
         raise CheckFailed(
             f"{call} needs self.embedding = nn.Embedding({MAX_LEN}, {D}): one learned vector per position."
         )
+    with torch.no_grad():  # a table of the check's own values, so that one initialised to zeros shows its rows too
+        table.weight.copy_(seeded_randn(MAX_LEN, D, seed=seed + 1))
     worked: list[tuple[int, ...]] = []  # the shapes of x for which forward gave the right result
     # (12, 3, 6): more sequences in the batch than max_len, each shorter than it; (3, 2, 10, 6): exactly max_len.
     for shape in [(2, 4, D), (7, D), (3, 2, MAX_LEN, D), (12, 3, D)]:
@@ -245,17 +324,29 @@ def check_learned_positional_embedding(LearnedPositionalEmbedding: type, seed: i
         call = f"module(x) with x of shape {shape_of(x)}"
         out = expect_tensor(_forward(module, x, call, worked), call, x.shape, x.dtype)
         positions = table.weight[: shape[-2]]  # (seq, d)
-        if torch.allclose(out, positions.expand_as(out), atol=1e-6):
-            raise CheckFailed(f"{call} returned the position vectors alone; add them to x.")
-        if x.ndim > 2 and x.shape[0] <= MAX_LEN:
-            by_first_axis = x + table.weight[: x.shape[0]].reshape(x.shape[0], *[1] * (x.ndim - 2), D)
-            if torch.allclose(out, by_first_axis):
-                raise CheckFailed(f"{call}: you indexed positions along the first axis; positions are axis -2.")
+        if not torch.allclose(out, x + positions, atol=1e-5):
+            _diagnose_learned(out, x, table.weight.detach(), call)
         expect_close(out, x + positions, f"{call}, compared with x + embedding.weight[:seq]")
         worked.append(shape)
     _expect_gradients_of_the_first_rows(module, table, seed)
     _expect_value_error_beyond_max_len(module, seed)
     passed("LearnedPositionalEmbedding", "adds one learned vector per position, and stops at max_len")
+
+
+def _diagnose_learned(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, call: str) -> None:
+    """Name the mistake whose output a wrong result equals, if it is one of the common ones."""
+    seq = x.shape[-2]
+    if torch.allclose(out, weight[:seq].expand_as(out), atol=1e-6):
+        raise CheckFailed(f"{call} returned the position vectors alone; add them to x.")
+    if x.ndim > 2 and x.shape[0] <= MAX_LEN:
+        by_first_axis = x + weight[: x.shape[0]].reshape(x.shape[0], *[1] * (x.ndim - 2), D)
+        if torch.allclose(out, by_first_axis, atol=1e-5):
+            raise CheckFailed(f"{call}: you indexed positions along the first axis; positions are axis -2.")
+    if seq < MAX_LEN and torch.allclose(out, x + weight[1 : seq + 1], atol=1e-5):
+        raise CheckFailed(
+            f"{call} added the vectors of positions 1 … {seq}; positions start at 0, so a sequence of {seq} "
+            f"positions uses the vectors of positions 0 … {seq - 1}."
+        )
 
 
 def _forward(module: nn.Module, x: torch.Tensor, call: str, worked: list[tuple[int, ...]]):
@@ -276,6 +367,17 @@ def _forward(module: nn.Module, x: torch.Tensor, call: str, worked: list[tuple[i
                 f"max_len={MAX_LEN}: the length check reads the wrong axis. len(x) and x.shape[0] count the batch; "
                 "the positions are axis -2, whatever the number of leading axes."
             ) from error
+        if isinstance(error, ValueError) and D < seq < MAX_LEN and _runs(module, (*x.shape[:-2], D, D)):
+            raise CheckFailed(
+                f"{call} raised ValueError for {seq} positions, within max_len={MAX_LEN} (and {D} positions "
+                "worked): the length check compares with the wrong number (embedding_dim is d; num_embeddings is "
+                "max_len)."
+            ) from error
+        if isinstance(error, (RuntimeError, IndexError)) and "indices" in str(error) and "Long" in str(error):
+            raise CheckFailed(
+                f"{failure}\nnn.Embedding takes integer indices: the positions you look up must be an integer "
+                "(int64) tensor, not a float one."
+            ) from error
         three_d = [shape for shape in worked if len(shape) == 3]
         if error is not None and x.ndim != 3 and three_d:
             raise CheckFailed(
@@ -283,6 +385,15 @@ def _forward(module: nn.Module, x: torch.Tensor, call: str, worked: list[tuple[i
                 "(..., seq, d), so take the length from axis -2 and add a (seq, d) tensor, which broadcasts."
             ) from error
         raise
+
+
+def _runs(module: nn.Module, shape: tuple[int, ...]) -> bool:
+    """Whether module(x) returns, without an exception, for an x of this shape."""
+    try:
+        module(torch.zeros(shape))
+    except Exception:  # noqa: BLE001 - any exception means no
+        return False
+    return True
 
 
 def _expect_gradients_of_the_first_rows(module: nn.Module, table: nn.Embedding, seed: int) -> None:
@@ -302,6 +413,11 @@ def _expect_gradients_of_the_first_rows(module: nn.Module, table: nn.Embedding, 
     if not any(used):
         raise CheckFailed(
             f"{call}: the backward pass gave self.embedding no gradient; the vectors you add must come from it."
+        )
+    if used == [False] + [True] * 3 + [False] * (MAX_LEN - 4) and table.padding_idx == 0:
+        raise CheckFailed(
+            f"{call}: position 0's vector got no gradient, so training never changes it: padding_idx=0 freezes "
+            "position 0's vector at zero; a position table has no padding row."
         )
     if used != [True] * 4 + [False] * (MAX_LEN - 4):
         got = [position for position, is_used in enumerate(used) if is_used]

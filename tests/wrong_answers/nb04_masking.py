@@ -331,3 +331,26 @@ def decoder_mask_hiding_padded_queries(lengths):
     n = int(lengths.max())
     keys = padding_mask(lengths, n)  # (batch, 1, n)
     return keys & keys.transpose(-2, -1) & causal_mask(n)
+
+
+@wrong_answer("masked_attention", message="A number written in for one d_k fits no other")
+def attention_scaled_by_a_constant_two(q, k, v, mask=None):
+    """√d_k written as the number it was in one example: right for d_k = 4 only."""
+    scores = q @ k.transpose(-2, -1) / 2
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    return weights @ v, weights
+
+
+@wrong_answer("masked_attention", message="`d ** 1/2` is (d ** 1) / 2")
+def attention_scaled_with_the_power_read_as_a_division(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 1 / 2
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    return weights @ v, weights

@@ -186,8 +186,9 @@ def check_causal_mask(causal_mask: Callable, seed: int = 0) -> None:
 def check_masked_attention(masked_attention: Callable, seed: int = 0) -> None:
     """Check zero weight where masked, a masked key whose score dwarfs the visible ones, rows with no visible key,
     finite gradients, causality, and agreement with PyTorch's attention."""
-    q = seeded_randn(2, 2, 5, 4, seed=seed)  # (batch, heads, n_q=5, d_k)
-    k = seeded_randn(2, 2, 6, 4, seed=seed + 1)  # (batch, heads, n_k=6, d_k)
+    d_k = 6 + 2 * (seed % 3)  # drawn from the seed, so that no constant scale passes
+    q = seeded_randn(2, 2, 5, d_k, seed=seed)  # (batch, heads, n_q=5, d_k)
+    k = seeded_randn(2, 2, 6, d_k, seed=seed + 1)  # (batch, heads, n_k=6, d_k)
     v = seeded_randn(2, 2, 6, 3, seed=seed + 2)  # (batch, heads, n_k, d_v)
     mask = seeded_randn(2, 1, 5, 6, seed=seed + 3) > 0  # (batch, 1, n_q, n_k), broadcast over heads
     mask[..., 0] = True  # first: every query sees some key
@@ -301,6 +302,31 @@ def _diagnose_scale(q, k, v, mask, weights: torch.Tensor, call: str) -> None:
     for scale, mistake in wrong_scales.items():
         if torch.allclose(weights, pytorch_attention(q, k, v, mask=mask, scale=scale)[1], atol=1e-5):
             raise CheckFailed(f"{call}: {mistake}.")
+    scale = _scale_used(q, k, mask, weights)
+    if scale is not None and torch.allclose(weights, pytorch_attention(q, k, v, mask=mask, scale=scale)[1], atol=1e-5):
+        why = (
+            " `d ** 1/2` is (d ** 1) / 2: write d ** 0.5 or math.sqrt(d)."
+            if math.isclose(scale, 1 / (2 * d_k), rel_tol=1e-3)
+            else " A number written in for one d_k fits no other: take d_k from q.shape[-1]."
+        )
+        raise CheckFailed(
+            f"{call}: your scores are q kᵀ times {scale:.4g}; with d_k = {d_k} they must be divided by √d_k, "
+            f"that is multiplied by {d_k**-0.5:.4g}.{why}"
+        )
+
+
+def _scale_used(q, k, mask, weights: torch.Tensor) -> float | None:
+    """The constant c with weights = softmax(c q kᵀ), read from one row: log wᵢ - log wⱼ = c (sᵢ - sⱼ)."""
+    scores = (q @ k.transpose(-2, -1)).expand_as(weights)
+    visible = mask.expand_as(weights) & (weights > 1e-30)
+    rows = (visible.sum(dim=-1) >= 2).nonzero()
+    if not len(rows):
+        return None
+    row = tuple(int(index) for index in rows[0])
+    keys = visible[row].nonzero().flatten()
+    s, log_w = scores[row][keys].double(), weights[row][keys].double().log()
+    i, j = int(s.argmax()), int(s.argmin())
+    return None if s[i] == s[j] else float((log_w[i] - log_w[j]) / (s[i] - s[j]))
 
 
 def _check_large_masked_score(masked_attention: Callable, seed: int) -> None:

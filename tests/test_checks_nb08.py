@@ -35,6 +35,10 @@ def loss_with_the_smoothed_target_written_out(logits, target, pad_id, smoothing=
     return (per_token * real).sum() / real.sum()
 
 
+def loss_with_the_vocabulary_on_dim_1(logits, target, pad_id, smoothing=0.0):
+    return F.cross_entropy(logits.transpose(1, 2), target, ignore_index=pad_id, label_smoothing=smoothing)
+
+
 def schedule_as_a_tensor(step, peak, warmup_steps):
     return torch.tensor(peak * min(step * warmup_steps**-1.5, step**-0.5) * warmup_steps**0.5)
 
@@ -52,6 +56,49 @@ def greedy_one_sentence_at_a_time(model, src, max_len):
         rows.append(words[1:])
     width = max(map(len, rows))
     return torch.tensor([row + [PAD] * (width - len(row)) for row in rows])
+
+
+@torch.no_grad()
+def greedy_into_a_preallocated_output(model, src, max_len):
+    """Writes into a (batch, max_len + 1) tensor, with a causal mask made by hand, then trims the PAD columns."""
+    src_mask = (src != PAD).unsqueeze(1)
+    memory = model.encode(src, src_mask)
+    out = torch.full((src.shape[0], max_len + 1), PAD, dtype=torch.long)
+    out[:, 0] = BOS
+    done = torch.zeros(src.shape[0], dtype=torch.bool)
+    for t in range(1, max_len + 1):
+        causal = torch.ones(t, t, dtype=torch.bool).tril()
+        word = model.decode(out[:, :t], memory, causal, src_mask)[:, -1].argmax(-1)
+        out[:, t] = torch.where(done, PAD, word)
+        done |= word == EOS
+        if done.all():
+            break
+    out = out[:, 1:]
+    width = int((out != PAD).any(dim=0).nonzero().max()) + 1
+    return out[:, :width]
+
+
+@torch.no_grad()
+def beam_search_one_hypothesis_at_a_time(model, src, beam_size, max_len, alpha=0.6):
+    """Decodes each hypothesis alone (a batch of one, so the memory needs no copies) and sorts in Python."""
+    src = src.unsqueeze(0)
+    mask = source_mask(src, PAD)
+    memory = model.encode(src, mask)
+    beams, done = [(0.0, [BOS])], []
+    for _ in range(max_len):
+        candidates = []
+        for score, words in beams:
+            prefix = torch.tensor([words])
+            log_p = F.log_softmax(model.decode(prefix, memory, target_mask(prefix, PAD), mask)[0, -1], dim=-1)
+            candidates += [(score + lp, words + [w]) for w, lp in enumerate(log_p.tolist())]
+        candidates.sort(key=lambda c: c[0], reverse=True)
+        beams = []
+        for score, words in candidates[:beam_size]:
+            (done if words[-1] == EOS else beams).append((score, words))
+        if not beams:
+            break
+    _, words = max(done + beams, key=lambda c: c[0] / (len(c[1]) - 1) ** alpha)
+    return words[1:]
 
 
 def beam_search_with_probabilities_kept_whole(model, src, beam_size, max_len, alpha=0.6):
@@ -101,8 +148,11 @@ def beam_search_with_sorted_candidates(model, src, beam_size, max_len, alpha=0.6
         (nb08.check_shift_right, shift_by_copying),
         (nb08.check_sequence_loss, loss_by_pytorch),
         (nb08.check_sequence_loss, loss_with_the_smoothed_target_written_out),
+        (nb08.check_sequence_loss, loss_with_the_vocabulary_on_dim_1),
         (nb08.check_learning_rate, schedule_as_a_tensor),
         (nb08.check_greedy_decode, greedy_one_sentence_at_a_time),
+        (nb08.check_greedy_decode, greedy_into_a_preallocated_output),
+        (nb08.check_beam_search, beam_search_one_hypothesis_at_a_time),
         (nb08.check_beam_search, beam_search_with_probabilities_kept_whole),
         (nb08.check_beam_search, beam_search_with_sorted_candidates),
     ],
@@ -133,3 +183,12 @@ def test_a_stub_is_reported_as_not_implemented_yet(check):
 def test_greedy_check_names_a_result_of_the_wrong_type():
     with pytest.raises(CheckFailed, match="must return a torch.Tensor"):
         nb08.check_greedy_decode(lambda model, src, max_len: [[EOS]] * len(src))
+
+
+def test_the_scripted_beam_models_logits_are_not_log_probabilities():
+    """Their rows are shifted by different constants, as a real model's are, so that summing raw logits fails."""
+    model = nb08._TableModel(*nb08._GREEDY_TRAP)
+    words = torch.tensor([[BOS, 4, 5], [BOS, 5, 6]])
+    logits = model.decode(words, torch.full((2, 3, 1), 4.0), target_mask(words, PAD), None)
+    totals = logits.logsumexp(dim=-1)  # (2, 3): 0 everywhere for log-probabilities
+    assert totals.flatten().unique().numel() > 3

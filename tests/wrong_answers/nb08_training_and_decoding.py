@@ -40,6 +40,17 @@ def shift_right_in_place(target, bos_id):
     return target
 
 
+@wrong_answer("shift_right", message="you replaced the target's first word by bos_id")
+def shift_right_replacing_the_first_word(target, bos_id):
+    bos = torch.full_like(target[:, :1], bos_id)
+    return torch.cat([bos, target[:, 1:]], dim=1)
+
+
+@wrong_answer("shift_right", message="needs one row per sentence, (batch, 1)")
+def shift_right_with_one_bos_for_the_batch(target, bos_id):
+    return torch.cat([torch.tensor([[bos_id]]), target[:, :-1]], dim=1)
+
+
 # Exercise 2: sequence_loss ---------------------------------------------------------------------------------
 
 
@@ -108,6 +119,34 @@ def loss_smoothing_over_the_words_neither_right_nor_padding(logits, target, pad_
     return per_token[target != pad_id].mean()
 
 
+@wrong_answer("sequence_loss", message="your smoothing term sums -log p over the vocabulary")
+def loss_smoothing_summed_over_the_vocabulary(logits, target, pad_id, smoothing=0.0):
+    log_p = torch.log_softmax(logits, dim=-1)
+    right = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    per_token = (1 - smoothing) * right + smoothing * -log_p.sum(dim=-1)
+    return per_token[target != pad_id].mean()
+
+
+@wrong_answer("sequence_loss", message="you left out the positions where target == 0, the usual padding id")
+def loss_leaving_out_id_0(logits, target, pad_id, smoothing=0.0):
+    log_p = torch.log_softmax(logits, dim=-1)
+    right = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    per_token = (1 - smoothing) * right + smoothing * -log_p.mean(dim=-1)
+    return per_token[target != 0].mean()
+
+
+@wrong_answer("sequence_loss", message="padding positions receive")
+def loss_smoothing_every_position(logits, target, pad_id, smoothing=0.0):
+    log_p = torch.log_softmax(logits, dim=-1)
+    right = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    return (1 - smoothing) * right[target != pad_id].mean() + smoothing * -log_p.mean()
+
+
+@wrong_answer("sequence_loss", message="read the classes (here the vocabulary) on dim 1")
+def loss_with_the_vocabulary_on_the_last_axis(logits, target, pad_id, smoothing=0.0):
+    return torch.nn.functional.cross_entropy(logits, target, ignore_index=pad_id, label_smoothing=smoothing)
+
+
 # Exercise 3: learning_rate ---------------------------------------------------------------------------------
 
 
@@ -136,6 +175,16 @@ def learning_rate_counting_from_zero(step, peak, warmup_steps):
 def learning_rate_one_step_ahead(step, peak, warmup_steps):
     step = step + 1  # the optimiser has taken `step` steps, so this is the next one
     return peak * min(step / warmup_steps, (warmup_steps / step) ** 0.5)
+
+
+@wrong_answer("learning_rate", message="Integer division, step // warmup_steps")
+def learning_rate_with_integer_division(step, peak, warmup_steps):
+    return peak * min(step // warmup_steps, (warmup_steps / step) ** 0.5)
+
+
+@wrong_answer("learning_rate", message="your warm-up grows as the square root")
+def learning_rate_with_a_square_root_warmup(step, peak, warmup_steps):
+    return peak * min(step / warmup_steps, warmup_steps / step) ** 0.5
 
 
 # Exercise 4: greedy_decode ---------------------------------------------------------------------------------
@@ -264,6 +313,53 @@ def greedy_decode_stopping_when_one_row_finishes(model, src, max_len):
         words = torch.cat([words, next_word[:, None]], dim=1)
         finished |= next_word == EOS
         if finished.any():
+            break
+    return words[:, 1:]
+
+
+@wrong_answer("greedy_decode", message="the exercise asks you to encode the source once")
+def greedy_decode_running_the_whole_model_each_step(model, src, max_len):
+    src_mask = source_mask(src, PAD)
+    words = torch.full((src.shape[0], 1), BOS)
+    finished = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        logits = model(src, words, src_mask, target_mask(words, PAD))
+        next_word = logits[:, -1].argmax(dim=-1).masked_fill(finished, PAD)
+        words = torch.cat([words, next_word[:, None]], dim=1)
+        finished |= next_word == EOS
+        if finished.all():
+            break
+    return words[:, 1:]
+
+
+@wrong_answer("greedy_decode", message="the source does not change while the words are written")
+def greedy_decode_encoding_at_every_step(model, src, max_len):
+    src_mask = source_mask(src, PAD)
+    words = torch.full((src.shape[0], 1), BOS)
+    finished = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        memory = model.encode(src, src_mask)
+        logits = model.decode(words, memory, target_mask(words, PAD), src_mask)
+        next_word = logits[:, -1].argmax(dim=-1).masked_fill(finished, PAD)
+        words = torch.cat([words, next_word[:, None]], dim=1)
+        finished |= next_word == EOS
+        if finished.all():
+            break
+    return words[:, 1:]
+
+
+@wrong_answer("greedy_decode", message="one word short of max_len")
+def greedy_decode_one_word_short(model, src, max_len):
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    words = torch.full((src.shape[0], 1), BOS)
+    finished = torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len - 1):
+        logits = model.decode(words, memory, target_mask(words, PAD), src_mask)
+        next_word = logits[:, -1].argmax(dim=-1).masked_fill(finished, PAD)
+        words = torch.cat([words, next_word[:, None]], dim=1)
+        finished |= next_word == EOS
+        if finished.all():
             break
     return words[:, 1:]
 
@@ -485,4 +581,70 @@ def beam_search_choosing_among_finished_hypotheses_only(model, src, beam_size, m
         if not alive:
             break
     best_words, _ = max(finished, key=lambda c: c[1] / (len(c[0]) - 1) ** alpha)
+    return best_words[1:]
+
+
+@wrong_answer("beam_search", message="your search adds raw logits")
+def beam_search_adding_raw_logits(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    alive, finished = [([BOS], 0.0)], []
+    for _ in range(max_len):
+        words = torch.tensor([w for w, _ in alive])
+        logits = model.decode(words, memory.expand(len(alive), -1, -1), target_mask(words, PAD), src_mask)
+        log_p = logits[:, -1]  # raw logits, not log-probabilities
+        totals = torch.tensor([s for _, s in alive])[:, None] + log_p
+        best = totals.flatten().topk(min(beam_size, totals.numel()))
+        alive = []
+        for total, index in zip(best.values.tolist(), best.indices.tolist()):
+            hyp, word = divmod(index, log_p.shape[-1])
+            (finished if word == EOS else alive).append((words[hyp].tolist() + [word], total))
+        if not alive:
+            break
+    best_words, _ = max(finished + alive, key=lambda c: c[1] / (len(c[0]) - 1) ** alpha)
+    return best_words[1:]
+
+
+@wrong_answer("beam_search", message="your search stopped while it was still growing")
+def beam_search_stopping_when_one_finishes(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    alive, finished = [([BOS], 0.0)], []
+    for _ in range(max_len):
+        words = torch.tensor([w for w, _ in alive])
+        logits = model.decode(words, memory.expand(len(alive), -1, -1), target_mask(words, PAD), src_mask)
+        log_p = logits[:, -1].log_softmax(dim=-1)
+        totals = torch.tensor([s for _, s in alive])[:, None] + log_p
+        best = totals.flatten().topk(min(beam_size, totals.numel()))
+        alive = []
+        for total, index in zip(best.values.tolist(), best.indices.tolist()):
+            hyp, word = divmod(index, log_p.shape[-1])
+            (finished if word == EOS else alive).append((words[hyp].tolist() + [word], total))
+        if finished or not alive:
+            break
+    best_words, _ = max(finished + alive, key=lambda c: c[1] / (len(c[0]) - 1) ** alpha)
+    return best_words[1:]
+
+
+@wrong_answer("beam_search", message="stops one step short of max_len")
+def beam_search_one_step_short(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    alive, finished = [([BOS], 0.0)], []
+    for _ in range(max_len - 1):
+        words = torch.tensor([w for w, _ in alive])
+        logits = model.decode(words, memory.expand(len(alive), -1, -1), target_mask(words, PAD), src_mask)
+        log_p = logits[:, -1].log_softmax(dim=-1)
+        totals = torch.tensor([s for _, s in alive])[:, None] + log_p
+        best = totals.flatten().topk(min(beam_size, totals.numel()))
+        alive = []
+        for total, index in zip(best.values.tolist(), best.indices.tolist()):
+            hyp, word = divmod(index, log_p.shape[-1])
+            (finished if word == EOS else alive).append((words[hyp].tolist() + [word], total))
+        if not alive:
+            break
+    best_words, _ = max(finished + alive, key=lambda c: c[1] / (len(c[0]) - 1) ** alpha)
     return best_words[1:]

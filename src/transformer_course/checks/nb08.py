@@ -44,13 +44,36 @@ def check_shift_right(shift_right, seed: int = 0) -> None:
     target[2, 5] = EOS
     for bos_id, tokens in ((BOS, target), (7, target[:1, :3])):
         call = f"shift_right(target of shape {tuple(tokens.shape)}, bos_id={bos_id})"
-        shifted = call_learner(shift_right, tokens, bos_id, call=call)
+        try:
+            shifted = call_learner(shift_right, tokens, bos_id, call=call)
+        except NotImplementedYet:
+            raise
+        except CheckFailed as crash:
+            _explain_shift_crash(shift_right, tokens, bos_id, call, crash)
         expected = torch.cat([torch.full_like(tokens[:, :1], bos_id), tokens[:, :-1]], dim=1)
         _diagnose_shift(shifted, tokens, bos_id, call)
         expect_tensor(shifted, "shift_right", tokens.shape, tokens.dtype)
         if not torch.equal(shifted, expected):
             raise CheckFailed(f"{call}: expected\n{expected.tolist()}\ngot\n{shifted.tolist()}.")
     passed("shift_right", "BOS in front, every word moved one place right, the last column dropped")
+
+
+def _explain_shift_crash(shift_right, target: torch.Tensor, bos_id: int, call: str, crash: CheckFailed) -> None:
+    """A crash on a batch: if the same function shifts one sentence right, its BOS column has one row only."""
+    if target.shape[0] > 1:
+        one = target[:1]
+        try:
+            shifted = shift_right(one, bos_id)
+        except Exception:  # noqa: BLE001 - any crash: the learner's own message is the best explanation
+            shifted = None
+        expected = torch.cat([torch.full_like(one[:, :1], bos_id), one[:, :-1]], dim=1)
+        if isinstance(shifted, torch.Tensor) and shifted.shape == expected.shape and torch.equal(shifted, expected):
+            raise CheckFailed(
+                f"{crash}\nThe same call on the first sentence alone gives the right answer: your BOS column has "
+                f"one row, while a batch of {target.shape[0]} sentences needs one row per sentence, (batch, 1), "
+                "before it can be joined to the target. Make it from the target's own shape."
+            ) from crash.__cause__
+    raise crash
 
 
 def _diagnose_shift(shifted, target: torch.Tensor, bos_id: int, call: str) -> None:
@@ -70,6 +93,12 @@ def _diagnose_shift(shifted, target: torch.Tensor, bos_id: int, call: str) -> No
                 "place to the right."
             )
         raise CheckFailed(f"{call}: the first column must be bos_id={bos_id}, got {shifted[:, 0].tolist()}.")
+    if shifted.shape == target.shape and torch.equal(shifted[:, 1:], target[:, 1:]):
+        raise CheckFailed(
+            f"{call}: you replaced the target's first word by bos_id, and the other words stayed where they were. "
+            "Every word moves one place to the right: column i of the result is the target's column i - 1, so "
+            "the first word is kept (in column 1) and the last one drops out."
+        )
 
 
 # Exercise 2 ---------------------------------------------------------------------------------------------
@@ -90,14 +119,22 @@ def _check_loss_values(sequence_loss, seed: int, pad_id: int) -> None:
     target = torch.randint(vocab, (2, 5), generator=torch.Generator().manual_seed(seed))  # (batch, n_tgt)
     target[target == pad_id] = (pad_id + 1) % vocab  # padding only where placed below
     target[0, 3:], target[1, 4:] = pad_id, pad_id
+    if pad_id != PAD:
+        target[1, 1] = PAD  # a real word whose id is the usual padding id, 0
     for smoothing in (0.0, 0.1):
         call = f"sequence_loss(logits, target, pad_id={pad_id}, smoothing={smoothing})"
         leaf = logits.clone().requires_grad_()
-        loss = call_learner(sequence_loss, leaf, target, pad_id, smoothing, call=call)
+        try:
+            loss = call_learner(sequence_loss, leaf, target, pad_id, smoothing, call=call)
+        except NotImplementedYet:
+            raise
+        except CheckFailed as crash:
+            _explain_loss_crash(crash, call)
         expect_tensor(loss, "sequence_loss", (), logits.dtype)
         expected = _cross_entropy(logits, target, pad_id=pad_id, smoothing=smoothing)
         if not torch.allclose(loss.detach(), expected, atol=1e-5):
             _diagnose_loss(loss.detach(), logits, target, pad_id, smoothing, call)
+            _expect_no_gradient_at_padding(loss, leaf, target, pad_id, smoothing, call)
         expect_close(loss.detach(), expected, f"{call}, compared with F.cross_entropy")
         _check_gradient(loss, leaf, target, pad_id, smoothing, call)
     call = f"sequence_loss(logits × 1000, target, pad_id={pad_id}, smoothing=0.1)"
@@ -117,6 +154,17 @@ def _cross_entropy(logits, target, *, pad_id: int, smoothing: float, **options) 
     return F.cross_entropy(flat_logits, flat_target, ignore_index=pad_id, label_smoothing=smoothing, **options)
 
 
+def _explain_loss_crash(crash: CheckFailed, call: str) -> None:
+    """PyTorch's loss functions read the classes on dim 1; given (batch, n_tgt, vocab) they fail with this error."""
+    if "Expected target size" in str(crash.__cause__):
+        raise CheckFailed(
+            f"{crash}\nF.cross_entropy and F.nll_loss read the classes (here the vocabulary) on dim 1, and took "
+            "the logits (batch, n_tgt, vocab) for n_tgt classes at vocab positions. Give them the vocabulary on "
+            "dim 1, or one row per position: look up their Shape section."
+        ) from crash.__cause__
+    raise crash
+
+
 def _diagnose_loss(loss, logits, target, pad_id: int, smoothing: float, call: str) -> None:
     per_token = _cross_entropy(logits, target, pad_id=pad_id, smoothing=smoothing, reduction="none")  # 0 where padded
     log_p = logits.log_softmax(-1)  # (batch, n_tgt, vocab)
@@ -125,6 +173,11 @@ def _diagnose_loss(loss, logits, target, pad_id: int, smoothing: float, call: st
     spread_over_wrong_words = (1 - smoothing) * right + smoothing * wrong / (logits.shape[-1] - 1)
     others = wrong + log_p[..., pad_id]  # (batch, n_tgt): summed over the vocab - 2 words neither right nor padding
     annotated_transformer = (1 - smoothing) * right + smoothing * others / (logits.shape[-1] - 2)
+    real = target != pad_id
+    every_position = _cross_entropy(logits, target, pad_id=-100, smoothing=smoothing, reduction="none")
+    every_position = every_position.reshape(target.shape)  # (batch, n_tgt): padding positions not left out
+    smoothing_summed = (1 - smoothing) * right + smoothing * -log_p.sum(-1)  # (batch, n_tgt): ε on every word
+    uniform = -log_p.mean(-1)  # (batch, n_tgt)
     mistakes = {
         "padding positions count in your loss: leave out the positions where target == pad_id, and average "
         "over the real tokens only": _cross_entropy(logits, target, pad_id=-100, smoothing=smoothing),
@@ -145,18 +198,53 @@ def _diagnose_loss(loss, logits, target, pad_id: int, smoothing: float, call: st
         "the loss has the wrong sign: it is the negative log-probability, which training makes smaller": (
             -_cross_entropy(logits, target, pad_id=pad_id, smoothing=smoothing)
         ),
+        "your smoothing term sums -log p over the vocabulary: each of the V words gets target probability "
+        "smoothing / V, so the term is smoothing times the mean of -log p over the V words, not their sum": (
+            smoothing_summed[real].mean()
+        ),
+        f"you left out the positions where target == 0, the usual padding id, but here pad_id={pad_id}, and "
+        "target 0 is a real word: leave out the positions where target == pad_id": (
+            every_position[target != PAD].mean() if pad_id != PAD else None
+        ),
+        "padding positions receive part of the loss: your smoothing term is averaged over every position, padding "
+        "included; leave the positions where target == pad_id out of both terms": (
+            (1 - smoothing) * right[real].mean() + smoothing * uniform.mean()
+        ),
     }
     for mistake, wrong_loss in mistakes.items():
-        if torch.allclose(loss, wrong_loss.to(loss.dtype), atol=1e-5):
+        if wrong_loss is not None and torch.allclose(loss, wrong_loss.to(loss.dtype), atol=1e-5):
             raise CheckFailed(f"{call}: {mistake}.")
 
 
-def _check_gradient(loss, leaf: torch.Tensor, target, pad_id: int, smoothing: float, call: str) -> None:
+def _expect_connected(loss, call: str) -> None:
     if not loss.requires_grad:
         raise CheckFailed(
             f"{call}: the loss is not connected to the logits, so training could not follow its gradient. Did you "
             "use .item(), .detach() or torch.tensor(...) on the way?"
         )
+
+
+def _expect_no_gradient_at_padding(loss, leaf: torch.Tensor, target, pad_id: int, smoothing: float, call: str):
+    """A padding position must not move the model: its logits get no gradient, whatever else is wrong."""
+    _expect_connected(loss, call)
+    (gradient,) = torch.autograd.grad(loss, leaf, retain_graph=True)
+    leaked = gradient.abs().amax(dim=-1) * (target == pad_id)  # (batch, n_tgt): only padding positions
+    if leaked.max() > 1e-7:
+        row, position = divmod(int(leaked.argmax()), target.shape[1])
+        which = (
+            "With smoothing=0.0 your loss left them out, so it is the smoothing term that counts them"
+            if smoothing > 0
+            else "Some part of your loss is still computed there"
+        )
+        raise CheckFailed(
+            f"{call}: padding positions receive gradient (row {row}, position {position}, where target == "
+            f"pad_id={pad_id}), so training would change the model to predict something after the sentence. "
+            f"{which}: leave the positions where target == pad_id out of every term."
+        )
+
+
+def _check_gradient(loss, leaf: torch.Tensor, target, pad_id: int, smoothing: float, call: str) -> None:
+    _expect_no_gradient_at_padding(loss, leaf, target, pad_id, smoothing, call)
     (gradient,) = torch.autograd.grad(loss, leaf)
     expected = _cross_entropy_gradient(leaf, target, pad_id=pad_id, smoothing=smoothing)
     expect_close(gradient, expected, f"{call}: the gradient with respect to the logits")
@@ -203,6 +291,13 @@ def check_learning_rate(learning_rate, peak: float = 1e-3, warmup_steps: int = 4
 
 def _diagnose_schedule(values: dict[int, float], peak: float, warmup: int) -> None:
     late = values[4 * warmup]
+    if values[1] == 0 and values[warmup // 2] == 0 and math.isclose(values[warmup], peak, rel_tol=1e-6):
+        raise CheckFailed(
+            f"learning_rate is 0 at step 1 and at step {warmup // 2}, then jumps to the peak at step {warmup}: "
+            "there is no gradual warm-up. Integer division, step // warmup_steps, rounds the fraction down to 0 "
+            "until step reaches warmup_steps; the warm-up needs the true fraction, which grows a little at every "
+            "step."
+        )
     if values[1] == 0:
         raise CheckFailed(
             "learning_rate(step=1, ...) is 0, so the first update would change nothing: steps count from 1, and "
@@ -212,6 +307,12 @@ def _diagnose_schedule(values: dict[int, float], peak: float, warmup: int) -> No
         raise CheckFailed(
             f"learning_rate(step=1, ...) is already the peak {peak}: there is no warm-up. Grow linearly, "
             "peak · step / warmup_steps, until step = warmup_steps."
+        )
+    if math.isclose(values[1], peak * math.sqrt(1 / warmup), rel_tol=1e-6) and math.isclose(late, peak / 2):
+        raise CheckFailed(
+            f"learning_rate(step=1, ...) is peak · sqrt(1 / warmup_steps) = {values[1]:.6g}: your warm-up grows as "
+            "the square root of step / warmup_steps. Only the decay has a square root; the warm-up grows linearly, "
+            "peak · step / warmup_steps."
         )
     if math.isclose(late, peak, rel_tol=1e-6):
         raise CheckFailed(
@@ -251,8 +352,17 @@ class _Spy(nn.Module):
         self.vocab = vocab
         self.problems: list[str] = []
         self.widths: list[int] = []
+        self.encoded_rows = 0  # sentences encoded, through forward too
+        self.forward_calls = 0
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None) -> torch.Tensor:
+        """The whole model, as reference.Transformer's: encode the source, then decode the target."""
+        self.forward_calls += 1
+        memory = self.encode(src, src_mask)  # (batch, n_src, 1)
+        return self.decode(tgt, memory, tgt_mask, src_mask)
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+        self.encoded_rows += src.shape[0]
         self._expect_source_mask(src_mask, src != PAD, "model.encode")
         return src.unsqueeze(-1).float()  # (batch, n_src, 1): the source itself is the memory
 
@@ -326,11 +436,17 @@ def _reversed_translation(src: torch.Tensor, width: int) -> torch.Tensor:
 
 class _TableModel(_Spy):
     """Next-word probabilities read from a table of prefixes (words after BOS); a prefix that ended with EOS
-    continues with word 4, almost surely."""
+    continues with word 4, almost surely.
 
-    def __init__(self, table: dict[tuple[int, ...], dict[int, float]], default: dict[int, float]):
+    Like a real model's, its logits are log-probabilities only up to a constant, which differs from row to row and
+    from prefix to prefix: summing raw logits ranks hypotheses wrongly. normalised=True gives the log-probabilities
+    themselves, to tell that mistake from others."""
+
+    def __init__(
+        self, table: dict[tuple[int, ...], dict[int, float]], default: dict[int, float], normalised: bool = False
+    ):
         super().__init__(vocab=8)
-        self.table, self.default = table, default
+        self.table, self.default, self.normalised = table, default, normalised
 
     def probabilities(self, prefix: tuple[int, ...]) -> dict[int, float]:
         if EOS in prefix:
@@ -341,8 +457,11 @@ class _TableModel(_Spy):
         batch, width = tgt.shape
         logits = torch.full((batch, width, self.vocab), -30.0)  # PAD, BOS, UNK: as good as impossible
         for row, position in itertools.product(range(batch), range(width)):
-            for word, p in self.probabilities(tuple(tgt[row, 1 : position + 1].tolist())).items():
+            prefix = tuple(tgt[row, 1 : position + 1].tolist())
+            for word, p in self.probabilities(prefix).items():
                 logits[row, position, word] = math.log(p)
+            if not self.normalised:  # softmax does not see it; a sum of raw logits does
+                logits[row, position] += 3.0 * ((5 * row + 3 * sum(prefix) + 2 * len(prefix)) % 7) - 9.0
         return logits
 
     def score(self, words: list[int], alpha: float, extra_length: int = 0) -> float:
@@ -402,6 +521,7 @@ def check_greedy_decode(greedy_decode, seed: int = 0) -> None:
         call = f"greedy_decode(model, src, max_len={max_len})"
         with torch.no_grad():
             words = call_learner(greedy_decode, model, src, max_len, call=call)
+        _expect_one_encoding(model, src.shape[0], call)
         if len(model.widths) > 1 and max(model.widths) == 1:
             raise CheckFailed(
                 f"{call}: model.decode only ever saw one word. Give it the whole prefix so far (BOS and every word "
@@ -409,6 +529,8 @@ def check_greedy_decode(greedy_decode, seed: int = 0) -> None:
             )
         model.expect_no_problems(call)
         expected = _reversed_translation(src, min(max_len, 6))
+        if not (isinstance(words, torch.Tensor) and torch.equal(words, expected)):
+            _expect_same_words_again(greedy_decode, words, src, max_len, call)
         _diagnose_greedy(words, expected, max_len, call)
         expect_tensor(words, "greedy_decode", expected.shape, torch.int64)
         if not torch.equal(words, expected):
@@ -424,9 +546,43 @@ def check_greedy_decode(greedy_decode, seed: int = 0) -> None:
     passed("greedy_decode", "picks the most likely next word, stops at EOS, pads finished rows")
 
 
+def _expect_one_encoding(model: _Spy, sentences: int, call: str) -> None:
+    """The exercise asks to encode the source once and to run only the decoder at each step."""
+    if model.forward_calls:
+        raise CheckFailed(
+            f"{call} ran the whole model, model(src, ...), {model.forward_calls} times: that encodes the same source "
+            "again at every step. The words would come out the same, but the exercise asks you to encode the "
+            "source once, with model.encode, before the loop, and to run only model.decode at each step."
+        )
+    if model.encoded_rows > sentences:
+        raise CheckFailed(
+            f"{call} encoded {model.encoded_rows} source sentences with model.encode, for a batch of {sentences}: "
+            "the source does not change while the words are written, so encode it once, before the loop, and run "
+            "only model.decode at each step."
+        )
+
+
+def _expect_same_words_again(greedy_decode, words, src: torch.Tensor, max_len: int, call: str) -> None:
+    """Greedy decoding is deterministic: the same source, decoded again, gives the same words."""
+    with torch.no_grad():
+        again = call_learner(greedy_decode, _ReversingModel(vocab=12), src, max_len, call=call)
+    if isinstance(words, torch.Tensor) and isinstance(again, torch.Tensor):
+        if words.shape != again.shape or not torch.equal(words, again):
+            raise CheckFailed(
+                f"{call} gave two different translations of the same source in two runs: greedy decoding takes "
+                "the most likely next word at every step, so it has no randomness. Drawing the word from the "
+                "probabilities (sampling) is another way of decoding."
+            )
+
+
 def _diagnose_greedy(words, expected: torch.Tensor, max_len: int, call: str) -> None:
     if not isinstance(words, torch.Tensor) or words.dim() != 2:
         return
+    if words.shape[1] == max_len - 1 and expected.shape[1] == max_len and torch.equal(words, expected[:, :-1]):
+        raise CheckFailed(
+            f"{call}: the rows that have not written EOS stopped at {max_len - 1} words, one word short of "
+            f"max_len={max_len}. Each step writes one word, so reaching max_len words takes max_len steps."
+        )
     if words.shape[1] == expected.shape[1] + 1 and (words[:, 0] == BOS).all():
         raise CheckFailed(f"{call}: the output starts with BOS; return only the generated words, without BOS.")
     if words.shape[1] > 1 and (words == words[:, :1]).all() and not torch.equal(words, expected):
@@ -522,6 +678,10 @@ def check_beam_search(beam_search, seed: int = 0) -> None:
                 f"{call} returned {words}, with words after EOS: a hypothesis that ends with EOS is finished. Set "
                 "it aside and do not extend it."
             )
+        if words[-1] != EOS and len(words) < max_len:
+            _explain_early_stop(beam_search, words, call, max_len=max_len)
+        if not _is_best(model, words, max_len, alpha):
+            _expect_independent_of_logit_offsets(beam_search, table, default, words, call, beam_size, max_len, alpha)
         _expect_best_hypothesis(model, words, call, beam_size=beam_size, max_len=max_len, alpha=alpha, lesson=lesson)
     _check_beam_of_one_is_greedy(beam_search, seed)
     passed("beam_search", "finds the best hypothesis by summed log-probability with length normalisation")
@@ -533,6 +693,55 @@ def _explain_crash(crash: CheckFailed, model: _Spy, call: str, lesson: str) -> N
     if model.problems:
         raise CheckFailed(f"{call}: {model.problems[0]}.") from crash.__cause__
     raise CheckFailed(f"{crash}\nIn this case {lesson}.") from crash.__cause__
+
+
+def _is_best(model: _TableModel, words: list[int], max_len: int, alpha: float) -> bool:
+    _, best_score = model.best(max_len, alpha)
+    return math.isclose(model.score(words, alpha), best_score, abs_tol=1e-9)
+
+
+def _expect_independent_of_logit_offsets(beam_search, table, default, words, call: str, *search) -> None:
+    """If the search finds the best hypothesis once the logits are normalised, it read raw logits as
+    log-probabilities."""
+    normalised = _TableModel(table, default, normalised=True)
+    try:
+        with torch.no_grad():
+            found = call_learner(beam_search, normalised, torch.tensor([4, 5, 6]), *search, call=call)
+    except CheckFailed:
+        return  # the learner's own crash does not explain the first result; the usual message does
+    _, max_len, alpha = search
+    if found != words and isinstance(found, list) and found and _is_best(normalised, found, max_len, alpha):
+        raise CheckFailed(
+            f"{call} returned {words}; given the same probabilities as logits that are already log-probabilities, "
+            f"it returns the best hypothesis, {found}. So your search adds raw logits. A model's logits are "
+            "log-probabilities only up to a constant, which differs from one row (hypothesis) to another and from "
+            "step to step; add log-probabilities, torch.log_softmax(logits, dim=-1), which removes it."
+        )
+
+
+def _explain_early_stop(beam_search, words: list[int], call: str, *, max_len: int) -> None:
+    """An unfinished hypothesis shorter than max_len was returned: the search stopped one step early, or while
+    hypotheses were still growing."""
+    never_ending = _TableModel(*_NEVER_ENDING)  # no hypothesis finishes: a search must write max_len words
+    short = f"beam_search(a model that never predicts EOS, src, beam_size=2, max_len={max_len}, alpha=0.6)"
+    try:
+        with torch.no_grad():
+            found = call_learner(beam_search, never_ending, torch.tensor([4, 5, 6]), 2, max_len, 0.6, call=short)
+    except CheckFailed:
+        found = None
+    if isinstance(found, list) and len(found) == max_len - 1:
+        raise CheckFailed(
+            f"{call} returned {words}, unfinished and {len(words)} words long, and {short} returns "
+            f"{len(found)} words: your search stops one step short of max_len. Each step adds one word, so "
+            "hypotheses reach max_len words after max_len steps."
+        )
+    raise CheckFailed(
+        f"{call} returned {words}, an unfinished hypothesis (no EOS) of {len(words)} words, shorter than "
+        f"max_len={max_len}: your search stopped while it was still growing (for instance, as soon as another "
+        "hypothesis finished). An unfinished hypothesis is a candidate only once it has max_len words; shorter, "
+        "its score sums fewer log-probabilities than a finished one's, so the two do not compare. Keep extending "
+        "the unfinished hypotheses until none is left or they are max_len words long."
+    )
 
 
 def _expect_best_hypothesis(

@@ -308,3 +308,33 @@ def test_the_memory_probe_sees_the_square_matrix_of_attention_written_out():
 
     with pytest.raises(CheckFailed, match="the n × n"):
         nb11._check_no_square_matrix(written_out, seed=0)
+
+
+class CacheWithNoneDefaults:
+    """Optional starting tensors as default arguments, None: not shared, since None is never changed in place."""
+
+    def __init__(self, keys=None, values=None):
+        self.keys, self.values = keys, values
+
+    def __len__(self):
+        return 0 if self.keys is None else self.keys.shape[2]
+
+    def append(self, keys, values):
+        self.keys = keys if self.keys is None else torch.cat([self.keys, keys], dim=2)
+        self.values = values if self.values is None else torch.cat([self.values, values], dim=2)
+        return self.keys, self.values
+
+
+def test_a_cache_with_none_as_its_default_arguments_passes():
+    nb11.check_kvcache(CacheWithNoneDefaults)
+
+
+def test_the_block_variants_with_nothing_changed_compute_the_block():
+    """The check names a block's mistakes by computing them; with the right mask and nothing else changed, that
+    computation is the block itself."""
+    torch.manual_seed(0)
+    block = nb11.perturbed(nb11.GPTBlock(nb11.D_MODEL, nb11.HEADS), 0)
+    x = torch.randn(2, 7, nb11.D_MODEL)
+    visible = torch.ones(4, 7, dtype=torch.bool).tril(3)
+    with torch.no_grad():
+        assert torch.allclose(nb11._attention_of_new(block, x, 3, 7, visible=visible), block(x)[:, 3:7], atol=1e-5)

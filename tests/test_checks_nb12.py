@@ -256,3 +256,34 @@ def test_an_unscaled_gqa_is_named_even_with_one_group_per_head():
 
     with pytest.raises(CheckFailed, match="unscaled"):
         nb12.check_grouped_query_attention(unscaled)
+
+
+def test_the_block_variants_change_only_what_they_name():
+    """With nothing changed, the check's way of naming a block's mistakes computes the block itself; each layout
+    mistake changes the outputs."""
+    block = stand_ins_block()
+    x = torch.randn(1, 5, 16)
+    sizes = {"heads": 4, "kv_heads": 2, "base": 10000.0}
+    with torch.no_grad():
+        assert torch.allclose(nb12._block_variant(block, x, **sizes), block(x), atol=1e-5)
+        for change in ({"split_view": True}, {"merge_view": True}, {"rope_base": 500.0}, {"mlp_reads": "x"}):
+            assert not torch.allclose(nb12._block_variant(block, x, **sizes, **change), block(x), atol=1e-3), change
+
+
+def test_a_head_merge_without_transpose_is_not_called_a_missing_causal_mask():
+    class MergedByReshape(BlockWithUnflattenAndAnIndexMask):
+        def forward(self, x):
+            u = self.input_layernorm(x)
+            q, k, v = (
+                proj(u).unflatten(-1, (-1, self.d_head)).transpose(1, 2)
+                for proj in (self.q_proj, self.k_proj, self.v_proj)
+            )
+            positions = torch.arange(x.shape[1])
+            q, k = (stand_ins.apply_rope(t, positions, base=self.base) for t in (q, k))
+            mixed = stand_ins.grouped_query_attention(q, k, v, positions[None, :] <= positions[:, None])
+            x = x + self.o_proj(mixed.reshape(x.shape))  # the heads' axis before the positions': mixes them
+            return x + self.mlp(self.post_attention_layernorm(x))
+
+    with pytest.raises(CheckFailed, match="merges the heads back with a reshape") as failure:
+        nb12.check_modern_block(MergedByReshape)
+    assert "later ones" not in str(failure.value)

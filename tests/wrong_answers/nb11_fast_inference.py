@@ -64,7 +64,7 @@ class KVCacheJoiningAlongTheHeads:
         return self.keys, self.values
 
 
-@wrong_answer("KVCache", message="not in the class body")
+@wrong_answer("KVCache", message="an attribute set in the class body")
 class KVCacheKeptInTheClass:
     keys, values = [], []
 
@@ -110,6 +110,36 @@ class KVCacheCountingTheAppends:
             self.keys = torch.cat([self.keys, keys], dim=2)
             self.values = torch.cat([self.values, values], dim=2)
         return self.keys, self.values
+
+
+@wrong_answer("KVCache", message="or a default argument such as def __init__(self, keys=[])")
+class KVCacheWithListsAsDefaultArguments:
+    def __init__(self, keys=[], values=[]):  # noqa: B006 (the mistake kept)
+        self.keys, self.values = keys, values  # the parts appended so far
+
+    def __len__(self):
+        return sum(part.shape[2] for part in self.keys)
+
+    def append(self, keys, values):
+        self.keys.append(keys)
+        self.values.append(values)
+        return torch.cat(self.keys, dim=2), torch.cat(self.values, dim=2)
+
+
+@wrong_answer("KVCache", message="put the new keys in front of the cached ones")
+class KVCachePuttingTheNewPositionsFirst:
+    def __init__(self):
+        self.keys, self.values = None, None
+
+    def __len__(self):
+        return 0 if self.keys is None else self.keys.shape[2]
+
+    def append(self, keys, values):
+        if self.keys is not None:
+            keys = torch.cat([keys, self.keys], dim=2)
+            values = torch.cat([values, self.values], dim=2)
+        self.keys, self.values = keys, values
+        return keys, values
 
 
 # Exercise 2: cached_block_forward --------------------------------------------------------------------------
@@ -190,6 +220,58 @@ def cached_block_forward_shifting_the_mask_by_the_length_after_appending(block, 
     return x + block.mlp(block.ln_2(x))
 
 
+@wrong_answer("cached_block_forward", message="the mask is inverted: each new position sees only the keys after it")
+def cached_block_forward_with_a_mask_of_the_hidden_keys(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    future = torch.ones(new, past + new, dtype=torch.bool).triu(diagonal=past + 1)  # True = hidden
+    x = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=future))
+    return x + block.mlp(block.ln_2(x))
+
+
+@wrong_answer("cached_block_forward", message="replaces x instead of being added to it")
+def cached_block_forward_without_the_attention_residual(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
+    x = block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=visible))
+    return x + block.mlp(block.ln_2(x))
+
+
+@wrong_answer("cached_block_forward", message="divided by √d_model")
+def cached_block_forward_scaled_by_the_model_width(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
+    scores = q @ keys.transpose(-2, -1) / math.sqrt(x.shape[-1])
+    weights = scores.masked_fill(~visible, -math.inf).softmax(dim=-1)
+    x = x + block.attention.project_output(weights @ values)
+    return x + block.mlp(block.ln_2(x))
+
+
+@wrong_answer("cached_block_forward", message="the MLP gets x without its layer norm")
+def cached_block_forward_without_the_second_norm(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
+    x = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=visible))
+    return x + block.mlp(x)
+
+
+@wrong_answer("cached_block_forward", message="the MLP's input goes through ln_1")
+def cached_block_forward_with_the_first_norm_twice(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
+    x = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=visible))
+    return x + block.mlp(block.ln_1(x))
+
+
 # Exercise 3: cached_logits -------------------------------------------------------------------------------
 
 
@@ -228,6 +310,24 @@ def cached_logits_without_the_final_norm(model, ids, caches):
     for block, cache in zip(model.blocks, caches):
         x = cached_block_forward(block, x, cache)
     return model.lm_head(x)
+
+
+@wrong_answer("cached_logits", message="one place too far")
+def cached_logits_with_positions_from_one(model, ids, caches):
+    past = len(caches[0])
+    positions = torch.arange(past + 1, past + ids.shape[1] + 1)  # the positions after those cached
+    x = model.token_embedding(ids) + model.position_embedding(positions)
+    for block, cache in zip(model.blocks, caches):
+        x = cached_block_forward(block, x, cache)
+    return model.lm_head(model.ln_f(x))
+
+
+@wrong_answer("cached_logits", message="every new token gets the same position embedding")
+def cached_logits_with_one_position_for_all_new_tokens(model, ids, caches):
+    x = model.token_embedding(ids) + model.position_embedding(torch.tensor(len(caches[0])))
+    for block, cache in zip(model.blocks, caches):
+        x = cached_block_forward(block, x, cache)
+    return model.lm_head(model.ln_f(x))
 
 
 # Exercise 4: generate_cached -----------------------------------------------------------------------------
@@ -313,6 +413,35 @@ def generate_cached_with_autograd_on(
         logits = cached_logits(model, newest, caches)[:, -1].detach()
         newest = torch.multinomial(next_token_probabilities(logits, temperature, top_k, top_p), 1, generator=generator)
         ids = torch.cat([ids, newest], dim=1)
+    return ids
+
+
+@wrong_answer("generate_cached", message="give it the whole prompt once")
+def generate_cached_feeding_every_token_to_the_same_caches(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    caches = [KVCache() for _ in model.blocks]
+    ids = prompt_ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = cached_logits(model, ids, caches)[:, -1]
+            probabilities = next_token_probabilities(logits, temperature, top_k, top_p)
+            ids = torch.cat([ids, torch.multinomial(probabilities, 1, generator=generator)], dim=1)
+    return ids
+
+
+@wrong_answer("generate_cached", message="Keep the axis of the tokens")
+def generate_cached_feeding_the_newest_token_without_its_axis(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    caches = [KVCache() for _ in model.blocks]
+    ids = prompt_ids
+    with torch.no_grad():
+        logits = cached_logits(model, prompt_ids, caches)[:, -1]
+        for _ in range(max_new_tokens):
+            probabilities = next_token_probabilities(logits, temperature, top_k, top_p)
+            ids = torch.cat([ids, torch.multinomial(probabilities, 1, generator=generator)], dim=1)
+            logits = cached_logits(model, ids[:, -1], caches)[:, -1]
     return ids
 
 
@@ -504,7 +633,7 @@ def blockwise_attention_choosing_zero_after_dividing(q, k, v, mask=None, is_caus
     return torch.where(running_sum > 0, out / running_sum, 0.0)
 
 
-@wrong_answer("blockwise_attention", message="wrong even with every key in one block")
+@wrong_answer("blockwise_attention", message="divided by the number of keys")
 def blockwise_attention_scaled_by_the_number_of_keys(q, k, v, mask=None, is_causal=False, block_size=64):
     n_q, n_k = q.shape[-2], k.shape[-2]
     shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
@@ -586,3 +715,115 @@ def blockwise_attention_by_the_whole_matrix(q, k, v, mask=None, is_causal=False,
         scores = scores.masked_fill(torch.ones_like(scores, dtype=torch.bool).triu(1), -math.inf)
     weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
     return weights @ v
+
+
+@wrong_answer("blockwise_attention", message="query i does not see key i, its own position")
+def blockwise_attention_hiding_the_diagonal(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) >= torch.arange(n_q)[:, None], -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+        weights = torch.exp(scores - shift)
+        rescale = torch.exp(running_max - shift)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="the mask is inverted: the keys it marks True are hidden")
+def blockwise_attention_hiding_where_the_mask_is_true(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(mask[..., start:end], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+        weights = torch.exp(scores - shift)
+        rescale = torch.exp(running_max - shift)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="divided by √d_v")
+def blockwise_attention_scaled_by_the_value_size(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(v.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+        weights = torch.exp(scores - shift)
+        rescale = torch.exp(running_max - shift)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="does not require gradients")
+def blockwise_attention_without_autograd(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    with torch.no_grad():  # as @torch.no_grad() on the function does
+        for start in range(0, n_k, block_size):
+            end = min(start + block_size, n_k)
+            scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if mask is not None:
+                scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+            if is_causal:
+                scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+            new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+            shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+            weights = torch.exp(scores - shift)
+            rescale = torch.exp(running_max - shift)
+            running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+            out = out * rescale + weights @ v[..., start:end, :]
+            running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="combine the blocks correctly")
+def blockwise_attention_averaging_the_blocks_softmaxes(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    outputs = []
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        outputs.append(torch.softmax(scores, dim=-1).nan_to_num(0.0) @ v[..., start:end, :])
+    return sum(outputs) / len(outputs)

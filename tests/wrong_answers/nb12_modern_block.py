@@ -81,6 +81,28 @@ class RMSNormDividingByTheStandardDeviation(nn.Module):
         return x / (x.std(dim=-1, keepdim=True) + self.eps) * self.weight
 
 
+@wrong_answer("RMSNorm", message="whatever eps it was given")
+class RMSNormWithAFixedEps(nn.Module):
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.eps = 1e-6
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
+
+
+@wrong_answer("RMSNorm", message="takes the mean of the squares over the sequence")
+class RMSNormOverTheSequence(nn.Module):
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(dim=1, keepdim=True) + self.eps) * self.weight
+
+
 # Exercise 2: apply_rope ----------------------------------------------------------------------------------
 
 
@@ -150,6 +172,32 @@ def apply_rope_swapping_cos_and_sin(x, positions, base=10000.0):
     return torch.cat([first * angles.sin() - second * angles.cos(), first * angles.cos() + second * angles.sin()], -1)
 
 
+@wrong_answer("apply_rope", message="puts the two halves of the result in the wrong order")
+def apply_rope_with_the_halves_swapped(x, positions, base=10000.0):
+    d_head = x.shape[-1]
+    angles = positions[:, None].float() * base ** (-torch.arange(0, d_head, 2).float() / d_head)
+    first, second = x[..., : d_head // 2], x[..., d_head // 2 :]
+    return torch.cat([first * angles.sin() + second * angles.cos(), first * angles.cos() - second * angles.sin()], -1)
+
+
+@wrong_answer("apply_rope", message="as if every θ_i were 1")
+def apply_rope_with_integer_exponents(x, positions, base=10000.0):
+    d_head = x.shape[-1]
+    theta = base ** (-(torch.arange(0, d_head, 2) // d_head)).float()  # (d_head / 2,)
+    angles = positions[:, None].float() * theta
+    first, second = x[..., : d_head // 2], x[..., d_head // 2 :]
+    return torch.cat([first * angles.cos() - second * angles.sin(), first * angles.sin() + second * angles.cos()], -1)
+
+
+@wrong_answer("apply_rope", message="must be a table of shape (seq, d_head/2)")
+def apply_rope_with_the_angles_transposed(x, positions, base=10000.0):
+    d_head = x.shape[-1]
+    theta = base ** (-torch.arange(0, d_head, 2).float() / d_head)  # (d_head / 2,)
+    angles = theta[:, None] * positions.float()  # (d_head / 2, seq)
+    first, second = x[..., : d_head // 2], x[..., d_head // 2 :]
+    return torch.cat([first * angles.cos() - second * angles.sin(), first * angles.sin() + second * angles.cos()], -1)
+
+
 # Exercise 3: SwiGLU --------------------------------------------------------------------------------------
 
 
@@ -213,6 +261,18 @@ class SwiGLUAddingTheBranches(nn.Module):
         return self.down_proj(F.silu(self.gate_proj(x)) + self.up_proj(x))
 
 
+@wrong_answer("SwiGLU", message="applies SiLU to the product of the two branches")
+class SwiGLUWithSiluAfterTheProduct(nn.Module):
+    def __init__(self, d_model, d_hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(d_model, d_hidden, bias=False)
+        self.up_proj = nn.Linear(d_model, d_hidden, bias=False)
+        self.down_proj = nn.Linear(d_hidden, d_model, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x) * self.up_proj(x)))
+
+
 # Exercise 4: grouped_query_attention ---------------------------------------------------------------------
 
 
@@ -243,6 +303,23 @@ def grouped_query_attention_hiding_the_keys_the_mask_allows(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
     if mask is not None:
         scores = scores.masked_fill(mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+@wrong_answer("grouped_query_attention", message="repeating along dim 2 would add positions instead")
+def grouped_query_attention_repeating_along_the_positions(q, k, v, mask=None):
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, dim=2), v.repeat_interleave(groups, dim=2)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+@wrong_answer("grouped_query_attention", message="adds the bool mask to the scores")
+def grouped_query_attention_adding_the_mask(q, k, v, mask=None):
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores + mask
     return torch.softmax(scores, dim=-1) @ v
 
 
@@ -461,3 +538,138 @@ class ModernBlockRotatingBeforeTheHeadSplit(nn.Module):
         heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
         x = x + self.o_proj(heads.transpose(1, 2).flatten(2))
         return x + self.mlp(self.post_attention_layernorm(x))
+
+
+@wrong_answer("ModernBlock", message="merges the heads back with a reshape")
+class ModernBlockMergingWithoutTheTranspose(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        x = x + self.o_proj(heads.reshape(batch, seq, -1))  # (batch, seq, d_model)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+@wrong_answer("ModernBlock", message="splits into heads with a view")
+class ModernBlockSplittingWithoutTheTranspose(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(batch, self.num_heads, seq, -1)  # (batch, heads, seq, d_head)
+        k = self.k_proj(h).view(batch, self.num_kv_heads, seq, -1)
+        v = self.v_proj(h).view(batch, self.num_kv_heads, seq, -1)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        x = x + self.o_proj(heads.reshape(batch, seq, -1))
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+@wrong_answer("ModernBlock", message="not the block's base")
+class ModernBlockWithTheDefaultRopeBase(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions), apply_rope(k, positions)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        x = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+@wrong_answer("ModernBlock", message="feeds the MLP post_attention_layernorm(x)")
+class ModernBlockNormalisingTheInputForTheMlp(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        h = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        return h + self.mlp(self.post_attention_layernorm(x))
+
+
+@wrong_answer("ModernBlock", message="adds the MLP's output to x")
+class ModernBlockAddingTheMlpToTheInput(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(h).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        attended = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        return x + self.mlp(self.post_attention_layernorm(attended))

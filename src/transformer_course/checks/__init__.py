@@ -322,7 +322,8 @@ def expect_differentiable(result: torch.Tensor, call: str) -> None:
     if not result.requires_grad:
         raise CheckFailed(
             f"{call} returned a tensor that does not require gradients, although its inputs or weights do, so "
-            "training could not update anything before it. Remove @torch.no_grad(), .detach(), .data or .item() from "
+            "training could not update anything before it. Remove @torch.no_grad(), inference_mode(), .detach(), .data "
+            "or .item() from "
             "the computation; keep every step a PyTorch operation on the tensors you were given."
         )
 

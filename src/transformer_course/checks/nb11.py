@@ -26,6 +26,7 @@ from . import (
     call_learner,
     earlier_exercises_replaced,
     expect_close,
+    expect_differentiable,
     expect_tensor,
     learner_facing,
     matches,
@@ -97,16 +98,20 @@ def check_kvcache(KVCache: type, seed: int = 0) -> None:  # noqa: N803 (a class)
     counting = "count the positions along the sequence axis, dim 2 of (batch, heads, seq, d_head)."
     _expect_length(cache, 0, "an empty cache", counting)
     for start, end in _chunks(total, seed):
-        call = f"cache.append(keys, values) with {end - start} new positions after {start}"
+        call = (
+            f"cache.append(keys, values) with {end - start} new position{'s' if end - start > 1 else ''} after {start}"
+        )
         result = _appended(cache, keys[:, :, start:end], values[:, :, start:end], call)
-        _expect_all_cached(result, keys[:, :, :end], values[:, :, :end], keys[:, :, start:end], call)
+        _expect_all_cached(result, keys[:, :, :end], values[:, :, :end], start, call)
         _expect_length(cache, end, f"the cache after appending {end} positions", counting)
     _expect_length(
         other,
         0,
         "a second KVCache() after the first one was filled",
-        "keep the keys and values on the instance (self.keys = ... in __init__), not in the class body, where one "
-        "list or tensor is shared by every cache.",
+        "the second cache holds the first one's positions, so both hold one and the same list or tensor. Create "
+        "the keys and values anew for each cache, in __init__ (self.keys = ...): an attribute set in the class "
+        "body, or a default argument such as def __init__(self, keys=[]), is created once, when Python reads "
+        "the class, and shared by every cache made from it.",
     )
     passed("KVCache", "returns every cached key and value, in order, and counts the positions")
 
@@ -129,16 +134,23 @@ def _expect_length(cache, expected: int, what: str, hint: str) -> None:
         raise CheckFailed(f"len() of {what} is {length}, expected {expected}: {hint}")
 
 
-def _expect_all_cached(result, keys: torch.Tensor, values: torch.Tensor, new_keys: torch.Tensor, call: str) -> None:
+def _expect_all_cached(result, keys: torch.Tensor, values: torch.Tensor, start: int, call: str) -> None:
+    """keys, values: (batch, heads, end, d_head), everything appended so far; the last call appended start:end."""
     if not (isinstance(result, tuple) and len(result) == 2):
         raise CheckFailed(f"{call} must return a pair (all keys, all values); got {type(result).__name__}.")
     got_keys, got_values = result
+    new_keys, earlier_keys = keys[:, :, start:], keys[:, :, :start]
     if matches(got_keys, values) and matches(got_values, keys):
         raise CheckFailed(f"{call} returned the values first: return (keys, values), in that order.")
-    if matches(got_keys, new_keys) and new_keys.shape != keys.shape:
+    if matches(got_keys, new_keys) and start > 0:
         raise CheckFailed(
             f"{call} returned only the new keys: return every cached position, the earlier ones first, then the "
             "new ones, since the new queries attend to all of them."
+        )
+    if start > 0 and matches(got_keys, torch.cat([new_keys, earlier_keys], dim=2)):
+        raise CheckFailed(
+            f"{call} put the new keys in front of the cached ones: the positions must stay in the order they came, "
+            f"the {start} cached ones first and the new ones after them, since key j is the key of position j."
         )
     for name, got, expected in (("keys", got_keys, keys), ("values", got_values, values)):
         if isinstance(got, torch.Tensor) and got.ndim == 4 and got.shape[:2] == expected.shape[:2]:
@@ -216,20 +228,36 @@ def _expect_appended_once(block: nn.Module, x_new: torch.Tensor, appended: list,
         )
 
 
-def _attention_of_new(block: nn.Module, x: torch.Tensor, start: int, end: int, *, visible) -> torch.Tensor:
+def _attention_of_new(
+    block: nn.Module,
+    x: torch.Tensor,
+    start: int,
+    end: int,
+    *,
+    visible: torch.Tensor,
+    scale: float | None = None,
+    residual: bool = True,
+    mlp_norm: str = "ln_2",
+) -> torch.Tensor:
     """What the block's new positions start:end give when they attend to the keys 0:end under ``visible``
-    (new, end): the check's way to name a wrong mask, from PyTorch's attention."""
+    (new, end), with the scores scaled by ``scale`` (None: 1/√d_head), with or without the residual around
+    attention, and with the MLP's input normalised by ``mlp_norm`` ("ln_2", "ln_1" or "none"): the check's way to
+    name a mistake, from PyTorch's attention."""
     queries, _, _ = block.attention.project_heads(block.ln_1(x[:, start:end]))
     _, keys, values = block.attention.project_heads(block.ln_1(x[:, :end]))
-    mixed = F.scaled_dot_product_attention(queries, keys, values, attn_mask=visible)  # (batch, heads, new, d_head)
-    after_attention = x[:, start:end] + block.attention.project_output(mixed)
-    return after_attention + block.mlp(block.ln_2(after_attention))
+    mixed = F.scaled_dot_product_attention(
+        queries, keys, values, attn_mask=visible, scale=scale
+    )  # (batch, heads, new, d_head)
+    after_attention = block.attention.project_output(mixed) + (x[:, start:end] if residual else 0)
+    norm = {"ln_2": block.ln_2, "ln_1": block.ln_1, "none": nn.Identity()}[mlp_norm]
+    return after_attention + block.mlp(norm(after_attention))
 
 
 def _diagnose_block(block: nn.Module, x: torch.Tensor, start: int, end: int, out: torch.Tensor, call: str) -> None:
     new = end - start
     every_key = torch.ones(new, end, dtype=torch.bool)
-    mistakes = {
+    causal = every_key.tril(start)  # (new, end): new position i sees keys 0 to start + i
+    masks = {
         "the new positions see each other without a causal mask: new position i may see the cached positions and "
         "the new positions up to i, not the later new ones": every_key,
         "the new queries attend only to the new keys: attend to every cached position too (what cache.append "
@@ -239,12 +267,32 @@ def _diagnose_block(block: nn.Module, x: torch.Tensor, start: int, end: int, out
         "number cached)": every_key.tril(),
         "new position i does not see its own key: it sees keys 0 to cached + i, itself included, so the mask's "
         "diagonal is one place too far left (shifted by cached - 1, not by cached)": every_key.tril(start - 1),
+        "the mask is inverted: each new position sees only the keys after it. A bool attn_mask of "
+        "F.scaled_dot_product_attention is True where a query MAY attend (nn.MultiheadAttention's is the "
+        "opposite), so build the mask of the keys each position sees, not of those it must not see": ~causal,
     }
     with torch.no_grad():
-        for mistake, visible in mistakes.items():
-            if not torch.equal(visible, every_key.tril(start)) and _matches_where_seen(
+        for mistake, visible in masks.items():
+            if not torch.equal(visible, causal) and _matches_where_seen(
                 out, _attention_of_new(block, x, start, end, visible=visible), visible
             ):
+                raise CheckFailed(f"{call}: {mistake}.")
+        d_head = D_MODEL // HEADS  # the block the check built
+        parts = {
+            f"the scores are divided by √d_model = √{x.shape[-1]}: each head compares queries and keys of d_head "
+            f"= {d_head} features, so divide by √d_head (F.scaled_dot_product_attention does it for you)": {
+                "scale": 1 / math.sqrt(x.shape[-1])
+            },
+            "the scores are not divided by √d_head (F.scaled_dot_product_attention does it for you)": {"scale": 1.0},
+            "the attention's output replaces x instead of being added to it: the block keeps the residual, "
+            "x + attention(ln_1(x)), before the MLP": {"residual": False},
+            "the MLP gets x without its layer norm: the block computes x + mlp(ln_2(x))": {"mlp_norm": "none"},
+            "the MLP's input goes through ln_1: each sublayer has its own norm, ln_2 before the MLP": {
+                "mlp_norm": "ln_1"
+            },
+        }
+        for mistake, variant in parts.items():
+            if matches(out, _attention_of_new(block, x, start, end, visible=causal, **variant)):
                 raise CheckFailed(f"{call}: {mistake}.")
 
 
@@ -291,7 +339,7 @@ def check_cached_logits(cached_logits, seed: int = 0) -> None:
             expect_tensor(logits, call, (batch, end - start, VOCAB), torch.float32)
             _expect_every_cache_grown(caches, end, call)
             if not matches(logits, expected[:, start:end]):
-                _diagnose_logits(start, call)
+                _diagnose_logits(model, ids[:, start:end], logits, start, call)
                 expect_close(logits, expected[:, start:end], f"{call}, compared with the model on the whole sequence")
     passed("cached_logits", "gives the model's logits, a few positions at a time, with positions counted on")
 
@@ -305,18 +353,41 @@ def _expect_every_cache_grown(caches: list, end: int, call: str) -> None:
         )
 
 
-def _diagnose_logits(start: int, call: str) -> None:
+def _diagnose_logits(model: nn.Module, new_ids: torch.Tensor, logits: torch.Tensor, start: int, call: str) -> None:
     if start > 0:
         raise CheckFailed(
             f"{call}: the first call, with empty caches, gave the right logits; this one did not. The new tokens "
             f"sit at positions {start}, {start + 1}, ...: count on from the positions already cached "
             "(len(caches[0])), and give each new token the position embedding of where it sits, once."
         )
+    new = new_ids.shape[1]
+    table = model.position_embedding.weight  # (block_size, d_model)
+    mistakes = {
+        "the new tokens get the position embeddings of 1, 2, ..., one place too far: the first token of the text "
+        "sits at position 0, so with nothing cached the positions are 0 to new - 1": table[1 : new + 1],
+        "every new token gets the same position embedding, that of position len(caches[0]): each token needs its "
+        "own, new tokens at positions cached, cached + 1, ..., cached + new - 1": table[0].expand(new, -1),
+        "no position embedding is added: the model adds the embedding of each token's position to its token "
+        "embedding": torch.zeros_like(table[:new]),
+    }
+    with torch.no_grad():
+        for mistake, positions in mistakes.items():
+            if matches(logits, _logits_with_positions(model, new_ids, positions)):
+                raise CheckFailed(f"{call}: {mistake}.")
     raise CheckFailed(
         f"{call}: the logits differ from the model's already with empty caches: the token embedding plus the "
         "position embedding of positions 0, 1, ... (added once), every block in order with its own cache, then the "
         "final norm model.ln_f and the output layer model.lm_head."
     )
+
+
+def _logits_with_positions(model: nn.Module, ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """The model's logits for ``ids`` (batch, seq) run whole, with ``positions`` (seq, d_model) added to the token
+    embeddings in place of the position embeddings of 0, 1, ...: the blocks are the reference ones (causal)."""
+    x = model.token_embedding(ids) + positions  # (batch, seq, d_model)
+    for block in model.blocks:
+        x = block(x)
+    return model.lm_head(model.ln_f(x))  # (batch, seq, vocab)
 
 
 # Exercise 4 ---------------------------------------------------------------------------------------------
@@ -360,7 +431,15 @@ def _check_decoding(generate_cached, model, prompt, new_tokens: int, seed: int, 
     generator = torch.Generator().manual_seed(seed + 11) if sampling else None
     watched = _Watched(model)
     with watched.watching():
-        ids = call_learner(generate_cached, model, prompt, new_tokens, generator=generator, call=call, **options)
+        try:
+            ids = call_learner(generate_cached, model, prompt, new_tokens, generator=generator, call=call, **options)
+        except CheckFailed as failure:
+            # What the model was given before the crash often says why: name that rather than PyTorch's error.
+            try:
+                _expect_one_token_per_step(watched.inputs, prompt.shape[1], call, finished=False)
+            except CheckFailed as named:
+                raise CheckFailed(f"{named}\n({failure})") from failure.__cause__
+            raise
     expect_tensor(ids, call, (prompt.shape[0], prompt.shape[1] + new_tokens), prompt.dtype)
     if not torch.equal(ids[:, : prompt.shape[1]], prompt):
         raise CheckFailed(f"{call} must return the prompt first, then the new tokens.")
@@ -389,8 +468,20 @@ def _check_decoding(generate_cached, model, prompt, new_tokens: int, seed: int, 
             )
 
 
-def _expect_one_token_per_step(inputs: list, prompt_length: int, call: str) -> None:
+def _expect_one_token_per_step(inputs: list, prompt_length: int, call: str, *, finished: bool = True) -> None:
+    """Fail unless the model was given the prompt, then one token per step, each as (batch, tokens); a call that
+    crashed (not ``finished``) is judged on the calls it made."""
+    for step, ids in enumerate(inputs):
+        if ids.ndim != 2:
+            raise CheckFailed(
+                f"{call}: at its call {step} the model was given ids of shape {shape_of(ids)}; the model takes "
+                "(batch, tokens), here (batch, 1) for the newest token. Keep the axis of the tokens when you pick "
+                "the newest one: torch.multinomial(..., 1) already returns (batch, 1), and indexing with [:, -1] "
+                "drops the axis where slicing with [:, -1:] keeps it."
+            )
     lengths = [ids.shape[-1] for ids in inputs]
+    if not finished and not lengths:
+        return
     if not lengths or lengths[0] != prompt_length or any(length != 1 for length in lengths[1:]):
         raise CheckFailed(
             f"{call}: the model was given {lengths[:6]}{' ...' if len(lengths) > 6 else ''} tokens at its calls; "
@@ -546,10 +637,24 @@ def _diagnose_outputs(blockwise_attention, q, k, v, block: int, out, *, mask, is
         blockwise_attention, q, k, v, mask=mask, is_causal=is_causal, block_size=n_k, call=f"{call} (one block)"
     )
     if not matches(one_block, _oracle(q, k, v, mask=mask, is_causal=is_causal)):
+        if is_causal or mask is not None:
+            _diagnose_mask(q, k, v, one_block, mask=mask, is_causal=is_causal, call=call, block=n_k)
+        d_k, d_v = q.shape[-1], v.shape[-1]
+        scales = {
+            f"√d_v = √{d_v}, the size of a value vector": 1 / math.sqrt(d_v),
+            f"the number of keys, √n_k = √{n_k}": 1 / math.sqrt(n_k),
+            "nothing: the scores are not scaled at all": 1.0,
+        }
+        for divided_by, scale in scales.items():
+            if matches(one_block, F.scaled_dot_product_attention(q, k, v, scale=scale)):
+                raise CheckFailed(
+                    f"{call}: the scores are divided by {divided_by}. Scaled dot-product attention divides q kᵀ "
+                    f"by √d_k, where d_k = {d_k} is the size of a query or key vector (q.shape[-1])."
+                )
         raise CheckFailed(
             f"{call}: the result is wrong even with every key in one block (block_size={n_k}): look at the scores "
-            "first, q kᵀ divided by √d_k, where d_k is the size of a query or key vector (q.shape[-1]), not the "
-            "number of keys; then the masks (True = may attend), and the division by the sum at the end."
+            "first, q kᵀ divided by √d_k, where d_k is the size of a query or key vector (q.shape[-1]); then the "
+            "exponentials, and the division by their sum at the end."
         )
     raise CheckFailed(
         f"{call}: with every key in one block (block_size={n_k}) the result is right, with blocks of {block} it is "
@@ -557,6 +662,52 @@ def _diagnose_outputs(blockwise_attention, q, k, v, block: int, out, *, mask, is
         "running sum and its running output by exp(m - m') before adding the new block's terms, and divide by "
         "the sum only at the end."
     )
+
+
+def _diagnose_mask(q, k, v, out, *, mask, is_causal: bool, call: str, block: int) -> None:
+    """Name a wrong mask from the result with every key in one block, once the checks without a mask have passed
+    (they run first): what the usual mistakes give, compared at the queries that see some key under them."""
+    if is_causal:
+        key_at, query_at = torch.arange(k.shape[-2]), torch.arange(q.shape[-2])[:, None]  # positions
+        before = key_at < query_at  # (n_q, n_k): the keys strictly before each query
+        if _matches_at_seeing_queries(out, pytorch_attention(q, k, v, mask=before, scale=None)[0], before):
+            raise CheckFailed(
+                f"{call}: query i does not see key i, its own position: under the causal mask query i sees keys "
+                "0..i, itself included, and only the keys after it are hidden (key position > query position)."
+            )
+        later = key_at > query_at  # (n_q, n_k): the keys after each query
+        if _matches_at_seeing_queries(out, pytorch_attention(q, k, v, mask=later, scale=None)[0], later):
+            raise CheckFailed(
+                f"{call}: the causal mask is inverted: each query sees only the keys after it. Query i sees keys "
+                "0..i; hide the scores of the keys after it."
+            )
+    if mask is not None and _matches_at_seeing_queries(
+        out, pytorch_attention(q, k, v, mask=~mask, scale=None)[0], ~mask
+    ):
+        raise CheckFailed(
+            f"{call}: the mask is inverted: the keys it marks True are hidden and the others seen. True means "
+            "that a query may attend to that key (as for F.scaled_dot_product_attention's attn_mask, notebook 04): "
+            "hide the scores where the mask is False."
+        )
+    raise CheckFailed(
+        f"{call}: the result is wrong even with every key in one block (block_size={block}), though it is right "
+        f"without a mask: look at how {'is_causal' if is_causal else 'the mask'} hides scores. "
+        + (
+            "Query i sees keys 0..i of the whole sequence, itself included; "
+            if is_causal
+            else "The mask is True where a query may attend, its last axis runs over the keys (slice it like them); "
+        )
+        + "a hidden score becomes -inf before exp(), so that it gets no weight."
+    )
+
+
+def _matches_at_seeing_queries(out: torch.Tensor, expected: torch.Tensor, visible: torch.Tensor) -> bool:
+    """Whether ``out`` (..., n_q, d_v) matches at the queries that see at least one key under ``visible`` (bool,
+    broadcastable to (..., n_q, n_k)): what a query that sees none gives depends on how it was computed."""
+    seeing = visible.any(dim=-1, keepdim=True)  # (..., n_q, 1)
+    if not (isinstance(out, torch.Tensor) and out.shape == expected.shape and seeing.any()):
+        return False
+    return matches(torch.where(seeing, out, 0.0), torch.where(seeing, expected, 0.0))
 
 
 @oracle
@@ -572,8 +723,7 @@ def _check_gradients(blockwise_attention, seed: int, block: int) -> None:
     mask = _masks(seed, n, n)["a mask under which query 2 of sentence 1 sees no key"]
     call = f"the gradients of blockwise_attention(q, k, v, mask, block_size={block}) with {n} queries and keys"
     out = _run(blockwise_attention, q, k, v, block, mask=mask, is_causal=False, call=call)
-    if not out.requires_grad:
-        raise CheckFailed(f"{call}: the output does not depend on q, k and v through autograd (no .detach(), .item()).")
+    expect_differentiable(out, call)
     weights = seeded_randn(*out.shape, seed=seed + 6)
     got = torch.autograd.grad((out * weights).sum(), (q, k, v), allow_unused=True)
     expected = _attention_gradients(q, k, v, mask=mask, upstream=weights)

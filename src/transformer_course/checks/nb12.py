@@ -39,6 +39,7 @@ from . import (  # noqa: E402
     passed,
     perturbed,
     seeded_randn,
+    shape_of,
 )
 from .nb06 import expect_separate_norms  # noqa: E402
 from .recordings import oracle  # noqa: E402
@@ -123,6 +124,19 @@ def _diagnose_rmsnorm(out, x: torch.Tensor, weight: torch.Tensor, eps: float, ca
     for mistake, result in mistakes.items():
         if matches(out, result):
             raise CheckFailed(f"{call}(x) {mistake}.")
+    for fixed in (1e-6, 1e-5, 1e-8, 0.0):
+        if fixed != eps and matches(out, x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + fixed) * weight):
+            raise CheckFailed(
+                f"{call}(x) uses ε = {fixed:g} whatever eps it was given: keep the eps passed to __init__ (on self) "
+                "and use it in forward."
+            )
+    for dim, axis in ((1, "the sequence, dim 1"), (0, "the batch, dim 0"), (None, "every number of x at once")):
+        mean_square = x.pow(2).mean() if dim is None else x.pow(2).mean(dim, keepdim=True)
+        if matches(out, x * torch.rsqrt(mean_square + eps) * weight):
+            raise CheckFailed(
+                f"{call}(x) takes the mean of the squares over {axis}: RMSNorm normalises each position's vector on "
+                "its own, so the mean runs over the features, the last axis (dim=-1, keepdim=True)."
+            )
     for correction in (0, 1):  # torch.var and torch.std divide by d - 1 unless told otherwise
         variance = x.var(dim=-1, keepdim=True, correction=correction)
         for result in (x / torch.sqrt(variance + eps) * weight, x / (variance.sqrt() + eps) * weight):
@@ -145,7 +159,16 @@ def check_apply_rope(apply_rope, seed: int = 0) -> None:
         q = seeded_randn(2, 3, 6, d_head, seed=seed)  # (batch, heads, seq, d_head)
         positions = torch.arange(6) * (2 + seed) + 5  # (seq,): not 0, 1, ..., so that using them shows
         call = f"apply_rope(q, positions, base={base}) with q {tuple(q.shape)}"
-        out = call_learner(apply_rope, q, positions, base=base, call=call)
+        try:
+            out = call_learner(apply_rope, q, positions, base=base, call=call)
+        except CheckFailed as failure:
+            if isinstance(failure.__cause__, RuntimeError):  # PyTorch refused to combine the shapes
+                raise CheckFailed(
+                    f"{failure}\nThe halves x₁ and x₂ are {shape_of((*q.shape[:-1], d_head // 2))}, (..., seq, "
+                    "d_head/2): the angles m·θ_i, and their cos and sin, must be a table of shape (seq, d_head/2), "
+                    "one row per position and one column per pair, to broadcast against them."
+                ) from failure.__cause__
+            raise
         expect_tensor(out, call, q.shape, q.dtype)
         expected = rotary_oracle(q, positions, rope_base=base)
         if not matches(out, expected):
@@ -191,7 +214,15 @@ def _diagnose_rope(apply_rope, out, q, positions, base: float, call: str) -> Non
         "there are d/2 frequencies, one per pair, θ_i = base^(-2i/d) for i = 0 .. d/2 - 1, and features i and "
         "i + d/2 turn by the same angle"
     )
+    cos, sin = right.cos(), right.sin()
     mistakes = {
+        "puts the two halves of the result in the wrong order: the first half is x₁ cos mθ - x₂ sin mθ, the second "
+        "x₁ sin mθ + x₂ cos mθ": torch.cat([first * sin + second * cos, first * cos - second * sin], -1),
+        "turns every pair by the same angle m, as if every θ_i were 1: the exponents -2i/d all came out 0, as "
+        "integer division (//) gives. Compute them in floating point, so that θ_i = base^(-2i/d) falls from 1 "
+        "towards 1/base": _rotated_pairs(
+            q, positions[:, None].to(torch.float32).expand(-1, d_head // 2), adjacent=False
+        ),
         "lays out cos and sin for adjacent pairs (each angle repeated in place: θ_0, θ_0, θ_1, θ_1, ...) while it "
         "pairs the halves: features i and i + d/2 form pair i, so both must turn by the angle of pair i": (
             _rotated_halves(q, right.repeat_interleave(2, dim=-1))
@@ -292,6 +323,8 @@ def _diagnose_swiglu(out, x: torch.Tensor, weights: dict, call: str) -> None:
         "uses GELU; SwiGLU's gate goes through SiLU (x·sigmoid(x), F.silu)": F.gelu(x @ gate.T) * (x @ up.T),
         "uses ReLU; SwiGLU's gate goes through SiLU (x·sigmoid(x), F.silu)": F.relu(x @ gate.T) * (x @ up.T),
         "adds the two branches; SwiGLU multiplies them, element by element": F.silu(x @ gate.T) + (x @ up.T),
+        "applies SiLU to the product of the two branches: only the gate goes through SiLU, and its result "
+        "multiplies up_proj(x), silu(gate_proj(x)) * up_proj(x)": F.silu((x @ gate.T) * (x @ up.T)),
     }
     for mistake, hidden in mistakes.items():
         if matches(out, hidden @ down.T):
@@ -321,7 +354,18 @@ def check_grouped_query_attention(grouped_query_attention, seed: int = 0) -> Non
                 f"grouped_query_attention(q, k, v{', mask=causal' if mask is not None else ''}) with {heads} query "
                 f"heads and {kv_heads} key/value heads"
             )
-            out = call_learner(grouped_query_attention, q, k, v, mask=mask, call=call)
+            try:
+                out = call_learner(grouped_query_attention, q, k, v, mask=mask, call=call)
+            except CheckFailed as failure:
+                if isinstance(failure.__cause__, RuntimeError) and kv_heads != heads:  # the shapes were refused
+                    groups = heads // kv_heads
+                    raise CheckFailed(
+                        f"{failure}\nk and v hold {kv_heads} heads along dim 1 where q holds {heads}: before "
+                        f"the attention, each key/value head must appear {groups} times along dim 1, the heads "
+                        "(repeating along dim 2 would add positions instead), so that k and v become (batch, "
+                        f"{heads}, seq, d_head) like q."
+                    ) from failure.__cause__
+                raise
             expect_tensor(out, call, q.shape, q.dtype)
             expected, oracle = _gqa_oracle(q, k, v, mask)
             if not matches(out, expected):
@@ -359,6 +403,14 @@ def _diagnose_gqa(out, q, k, v, mask, heads: int, kv_heads: int, call: str) -> N
                 f"{call} uses the mask the wrong way round: it hides the keys the mask marks True and shows the "
                 "others. True means that a query may attend to that key (notebook 04, and the attn_mask of "
                 "F.scaled_dot_product_attention): hide a score where the mask is False."
+            )
+    if mask is not None:
+        added = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to(q.dtype), enable_gqa=True)
+        if matches(out, added):
+            raise CheckFailed(
+                f"{call} adds the bool mask to the scores: that adds 1 where a query may attend and 0 where it may "
+                "not, and hides nothing. Replace the scores where the mask is False by -inf (masked_fill), or give "
+                "the bool mask to F.scaled_dot_product_attention as attn_mask."
             )
     tiled = F.scaled_dot_product_attention(q, k.repeat(1, groups, 1, 1), v.repeat(1, groups, 1, 1), attn_mask=mask)
     if kv_heads not in (1, heads) and matches(out, tiled):
@@ -470,14 +522,36 @@ def _diagnose_eps(block: nn.Module, x: torch.Tensor, out: torch.Tensor, call: st
 
 
 def _diagnose_block(block: nn.Module, x: torch.Tensor, out: torch.Tensor, call: str, **sizes) -> None:
+    merge = (
+        "merges the heads back with a reshape of (batch, heads, seq, d_head) straight to (batch, seq, d_model), "
+        "which mixes the positions, since the heads axis comes before seq: move the heads next to d_head first "
+        "(transpose(1, 2)), then flatten them"
+    )
+    split = (
+        "splits into heads with a view of (batch, seq, features) straight to (batch, heads, seq, d_head), which "
+        "deals the features of several positions into one head's rows: split the features into (heads, d_head) "
+        "first, (batch, seq, heads, d_head), then move the heads before seq (transpose(1, 2))"
+    )
+    layouts = {
+        merge: {"merge_view": True},
+        split: {"split_view": True},
+        f"{split}; and it {merge}": {"split_view": True, "merge_view": True},
+    }
+    with torch.no_grad():
+        for mistake, variant in layouts.items():
+            if matches(out, _block_variant(block, x, **sizes, **variant)):
+                raise CheckFailed(f"{call}(x) {mistake}.")
     changed = x.clone()
     changed[:, -1] += 1.0
     later = call_learner(block, changed, call=f"{call}(x)")
     if not torch.allclose(later[:, :-1], out[:, :-1], atol=1e-6):
         raise CheckFailed(
             f"{call}(x): changing the last position changes the outputs at earlier ones: a position must not see "
-            "later ones (a causal mask, True where key j <= query i)."
+            "later ones. Look at the causal mask (True where key j <= query i), and at the split into heads and the "
+            "merge back: a reshape that mixes the axes of heads and positions lets one position's numbers reach "
+            "another's."
         )
+    base = sizes["base"]
     mistakes = {
         "rotates the values too: RoPE turns the queries and the keys only, so that it changes the scores, not what "
         "is averaged": {"rotated": "qkv"},
@@ -488,7 +562,16 @@ def _diagnose_block(block: nn.Module, x: torch.Tensor, out: torch.Tensor, call: 
         "apply_rope to the (batch, heads, seq, d_head) tensors": {"before_split": True},
         "normalises after each residual addition (post-norm); Llama normalises each sublayer's input (pre-norm): "
         "x + attention(input_layernorm(x)), then x + mlp(post_attention_layernorm(x))": {"pre_norm": False},
+        "feeds the MLP post_attention_layernorm(x), the norm of the block's input: the MLP reads the norm of h = x + "
+        "attention(...), and the block returns h + mlp(post_attention_layernorm(h))": {"mlp_reads": "x"},
+        "adds the MLP's output to x, the block's input, and so drops the attention's output: the block returns "
+        "h + mlp(post_attention_layernorm(h)), with h = x + attention(...)": {"mlp_added_to": "x"},
     }
+    if base != 10000.0:
+        mistakes[
+            f"turns q and k with apply_rope's default base 10000, not the block's base = {base:g}: pass base on to "
+            "apply_rope"
+        ] = {"rope_base": 10000.0}
     with torch.no_grad():
         for mistake, variant in mistakes.items():
             if matches(out, _block_variant(block, x, **sizes, **variant)):
@@ -505,11 +588,19 @@ def _block_variant(
     rotated="qk",
     pre_norm=True,
     before_split=False,
+    split_view=False,
+    merge_view=False,
+    rope_base: float | None = None,
+    mlp_reads="h",
+    mlp_added_to="h",
 ) -> torch.Tensor:
     """What the block's own parts compute when put together with one thing changed: which of q, k, v are rotated,
-    whether before the split into heads (as if all of a projection's features were one head), and pre- or
-    post-norm. The check's way to name a mistake, with PyTorch's attention and transformers' rotation."""
-    positions = torch.arange(x.shape[1])
+    whether before the split into heads (as if all of a projection's features were one head), pre- or post-norm,
+    heads split or merged by a reshape alone (no transpose), another RoPE base, and what the MLP reads and is added
+    to. The check's way to name a mistake, with PyTorch's attention and transformers' rotation."""
+    batch, seq, _ = x.shape
+    base = base if rope_base is None else rope_base
+    positions = torch.arange(seq)
     norm_1, norm_2 = (block.input_layernorm, block.post_attention_layernorm) if pre_norm else (nn.Identity(),) * 2
     projected = {name: getattr(block, f"{name}_proj")(norm_1(x)) for name in "qkv"}  # (batch, seq, features) each
     if before_split:
@@ -518,7 +609,9 @@ def _block_variant(
             for name, t in projected.items()
         }
     parts = {
-        name: projected[name].unflatten(-1, (count, -1)).transpose(1, 2)
+        name: projected[name].reshape(batch, count, seq, -1)
+        if split_view
+        else projected[name].unflatten(-1, (count, -1)).transpose(1, 2)
         for name, count in (("q", heads), ("k", kv_heads), ("v", kv_heads))
     }  # (batch, heads or kv_heads, seq, d_head) each
     turned = {
@@ -526,8 +619,10 @@ def _block_variant(
         for name, t in parts.items()
     }
     mixed = F.scaled_dot_product_attention(*turned.values(), is_causal=True, enable_gqa=True)
-    after = x + block.o_proj(mixed.transpose(1, 2).flatten(2))
+    merged = mixed.reshape(batch, seq, -1) if merge_view else mixed.transpose(1, 2).flatten(2)  # (batch, seq, d_model)
+    after = x + block.o_proj(merged)
     if not pre_norm:
         after = block.input_layernorm(after)
-    result = after + block.mlp(norm_2(after))
+    read = {"h": after, "x": x}
+    result = read[mlp_added_to] + block.mlp(norm_2(read[mlp_reads]))
     return result if pre_norm else block.post_attention_layernorm(result)

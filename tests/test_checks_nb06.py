@@ -105,3 +105,41 @@ def test_dropout_that_eval_mode_turns_off_passes():
 )
 def test_every_hidden_test_gives_other_weights_and_inputs_than_the_visible_one(check, correct):
     assert_hidden_tests_differ(ASSIGNMENT, check, correct)
+
+
+class EncoderLayerPassingEveryArgumentByPosition(nn.Module):
+    """forward(x, context=None, mask=None) by position, context given as x: a correct call."""
+
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = reference.MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = reference.FeedForward(d_model, d_ff)
+        self.norm1, self.norm2 = reference.LayerNorm(d_model), reference.LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            h = self.norm1(x)
+            attended, _ = self.self_attention(h, h, mask)
+            x = x + attended
+            return x + self.feed_forward(self.norm2(x))
+        x = self.norm1(x + self.self_attention(x, None, mask)[0])
+        return self.norm2(x + self.feed_forward(x))
+
+
+def test_an_encoder_layer_passing_the_context_and_the_mask_by_position_passes():
+    nb06.check_encoder_layer(EncoderLayerPassingEveryArgumentByPosition)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_the_wirings_the_diagnosis_tries_are_built_from_pieces_that_give_pytorchs_layer(norm_first):
+    """The residual wirings a failing layer is compared with use PyTorch's sublayers as PyTorch's layer does: wired
+    right, they give its output, so a wrong wiring that matches is the learner's."""
+    layer = nb06.built_and_perturbed(reference.EncoderLayer, 8, 2, 16, norm_first=norm_first, seed=0, call="layer")
+    twin = nb06.torch_encoder_layer(layer, 2, 16, norm_first)
+    x = torch.randn(2, 5, 8)
+    padding = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+    with torch.no_grad():
+        wired = nb06._wired(nb06._encoder_sublayers(twin, padding), (0, 1), x, norm_first)
+        expected = twin(x, src_key_padding_mask=padding)
+    torch.testing.assert_close(wired, expected, atol=1e-5, rtol=0)

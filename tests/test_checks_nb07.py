@@ -8,13 +8,14 @@ when CI executes it.)
 import math
 
 import pytest
+import torch
 from torch import nn
 
 from autograder.submissions import solved_namespace
 from tests.check_probes import assert_hidden_tests_differ
 from tests.stubs import StubModule
 from transformer_course import reference
-from transformer_course.checks import CheckFailed, nb07
+from transformer_course.checks import CheckFailed, nb06, nb07
 
 ASSIGNMENT = "07_decoder_and_full_model"
 
@@ -106,3 +107,43 @@ def test_a_stub_is_reported_as_not_implemented_yet(check):
 )
 def test_every_hidden_test_gives_other_weights_and_inputs_than_the_visible_one(check, correct):
     assert_hidden_tests_differ(ASSIGNMENT, check, correct)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_the_wirings_the_diagnosis_tries_are_built_from_pieces_that_give_pytorchs_layer(norm_first):
+    """The residual wirings a failing layer is compared with use PyTorch's sublayers as PyTorch's layer does: wired
+    right, they give its output, so a wrong wiring that matches is the learner's."""
+    layer = nb07.built_and_perturbed(reference.DecoderLayer, 8, 2, 16, norm_first=norm_first, seed=0, call="layer")
+    twin = nb07._layer_twin(layer, norm_first)
+    x, memory, causal, source_real = nb07._inputs(seed=0)
+    with torch.no_grad():
+        sublayers = nb07._decoder_sublayers(twin, memory, causal, source_real)
+        wired = nb06._wired(sublayers, (0, 1, 2), x, norm_first)
+        expected = twin(x, memory, tgt_mask=~causal, memory_key_padding_mask=~source_real)
+    torch.testing.assert_close(wired, expected, atol=1e-5, rtol=0)
+
+
+class DecoderLayerPassingEveryArgumentByPosition(nn.Module):
+    """forward(x, context=None, mask=None) by position, the context given: a correct call."""
+
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = reference.MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = reference.MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = reference.FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = (reference.LayerNorm(d_model) for _ in range(3))
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            h = self.norm1(x)
+            x = x + self.self_attention(h, h, self_mask)[0]
+            x = x + self.cross_attention(self.norm2(x), memory, memory_mask)[0]
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.self_attention(x, None, self_mask)[0])
+        x = self.norm2(x + self.cross_attention(x, memory, memory_mask)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
+def test_a_decoder_layer_passing_contexts_and_masks_by_position_passes():
+    nb07.check_decoder_layer(DecoderLayerPassingEveryArgumentByPosition)

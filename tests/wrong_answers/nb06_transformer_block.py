@@ -124,6 +124,34 @@ class LayerNormOverPositionsAndFeatures(nn.Module):
         return (x - mean) / torch.sqrt(variance + self.eps) * self.gain + self.bias
 
 
+@wrong_answer("LayerNorm", message="the layer ignores its eps argument")
+class LayerNormWithEpsFixedAt1e5(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gain = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        mean = x.mean(dim=-1, keepdim=True)
+        variance = x.var(dim=-1, unbiased=False, keepdim=True)
+        return (x - mean) / torch.sqrt(variance + 1e-5) * self.gain + self.bias
+
+
+@wrong_answer("LayerNorm", message="divided by the variance plus eps, not by its square root")
+class LayerNormDividingByTheVariance(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gain = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        mean = x.mean(dim=-1, keepdim=True)
+        variance = x.var(dim=-1, unbiased=False, keepdim=True)
+        return (x - mean) / (variance + self.eps) * self.gain + self.bias
+
+
 # Exercise 2: FeedForward ---------------------------------------------------------------------------------
 
 
@@ -171,6 +199,28 @@ class FeedForwardWithDropoutAlwaysOn(nn.Module):
         return self.linear2(nn.functional.dropout(torch.relu(self.linear1(x)), p=0.1))
 
 
+@wrong_answer("FeedForward", message="ReLU is applied to the output too")
+class FeedForwardWithReluOnTheOutput(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return torch.relu(self.linear2(torch.relu(self.linear1(x))))
+
+
+@wrong_answer("FeedForward", message="ReLU is applied to the input x, before linear1")
+class FeedForwardWithReluBeforeTheFirstLayer(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return self.linear2(self.linear1(torch.relu(x)))
+
+
 # Exercise 3: EncoderLayer --------------------------------------------------------------------------------
 
 
@@ -206,7 +256,7 @@ class EncoderLayerIgnoringTheMask(nn.Module):
         return self.norm2(x + self.feed_forward(x))
 
 
-@wrong_answer("EncoderLayer", message="compared with nn.TransformerEncoderLayer")
+@wrong_answer("EncoderLayer", message="there is no residual connection around the feed-forward network")
 class EncoderLayerWithoutTheSecondResidual(nn.Module):
     def __init__(self, d_model, num_heads, d_ff, norm_first=False):
         super().__init__()
@@ -319,6 +369,97 @@ class EncoderLayerInvertingThePaddingMask(nn.Module):
         return self.norm2(x + self.feed_forward(x))
 
 
+@wrong_answer("EncoderLayer", message="the self-attention's mask went in as `context`")
+class EncoderLayerPassingTheMaskByPosition(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask)[0]
+            return x + self.feed_forward(self.norm2(x))
+        x = self.norm1(x + self.self_attention(x, mask)[0])
+        return self.norm2(x + self.feed_forward(x))
+
+
+@wrong_answer("EncoderLayer", message="self.self_attention returns a pair (outputs, weights)")
+class EncoderLayerAddingTheAttentionsPair(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=mask)
+            return x + self.feed_forward(self.norm2(x))
+        x = self.norm1(x + self.self_attention(x, mask=mask))
+        return self.norm2(x + self.feed_forward(x))
+
+
+@wrong_answer("EncoderLayer", message="the feed-forward network's output is added to the layer's input x")
+class EncoderLayerWithTheSecondResidualFromTheInput(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            attended = x + self.self_attention(self.norm1(x), mask=mask)[0]
+            return x + self.feed_forward(self.norm2(attended))
+        attended = self.norm1(x + self.self_attention(x, mask=mask)[0])
+        return self.norm2(x + self.feed_forward(attended))
+
+
+@wrong_answer("EncoderLayer", message="the pre-LN layer ends with norm2, so its output is normalised")
+class EncoderLayerNormalisingItsPreLNOutput(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=mask)[0]
+            x = x + self.feed_forward(self.norm2(x))
+            return self.norm2(x)
+        x = self.norm1(x + self.self_attention(x, mask=mask)[0])
+        return self.norm2(x + self.feed_forward(x))
+
+
+@wrong_answer("EncoderLayer", message="Post-LN normalises after the addition")
+class EncoderLayerAddingToThePostLNNormalisedStream(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=mask)[0]
+            return x + self.feed_forward(self.norm2(x))
+        x = self.norm1(x) + self.self_attention(self.norm1(x), mask=mask)[0]
+        return self.norm2(x) + self.feed_forward(self.norm2(x))
+
+
 # Exercise 4: Encoder -------------------------------------------------------------------------------------
 
 
@@ -386,3 +527,31 @@ class EncoderInvertingThePaddingMask(nn.Module):
         for layer in self.layers:
             x = layer(x, padding)
         return x if self.norm is None else self.norm(x)
+
+
+@wrong_answer("Encoder", message="the mask reached layer 1 only; layers 2 and 3 got no mask")
+class EncoderMaskingTheFirstLayerOnly(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, mask=None):
+        for number, layer in enumerate(self.layers):
+            x = layer(x, mask if number == 0 else None)
+        return x if self.norm is None else self.norm(x)
+
+
+@wrong_answer("Encoder", message="the final norm is applied after every layer")
+class EncoderNormalisingAfterEveryLayer(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x, mask)
+            if self.norm is not None:
+                x = self.norm(x)
+        return x

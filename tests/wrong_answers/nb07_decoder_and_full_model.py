@@ -273,6 +273,106 @@ class DecoderLayerNormalisingTheMemory(nn.Module):
         return self.norm3(x + self.feed_forward(x))
 
 
+@wrong_answer("DecoderLayer", message="the self-attention's mask went in as `context`")
+class DecoderLayerPassingTheMasksByPosition(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), self_mask)[0]
+            x = x + self.cross_attention(self.norm2(x), memory, memory_mask)[0]
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.self_attention(x, self_mask)[0])
+        x = self.norm2(x + self.cross_attention(x, memory, memory_mask)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="self.cross_attention returns a pair (outputs, weights)")
+class DecoderLayerAddingTheCrossAttentionsPair(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=self_mask)[0]
+            x = x + self.cross_attention(self.norm2(x), context=memory, mask=memory_mask)
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        x = self.norm2(x + self.cross_attention(x, context=memory, mask=memory_mask))
+        return self.norm3(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="there is no residual connection around the cross-attention")
+class DecoderLayerWithoutTheCrossAttentionResidual(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=self_mask)[0]
+            x = self.cross_attention(self.norm2(x), context=memory, mask=memory_mask)[0]
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        x = self.norm2(self.cross_attention(x, context=memory, mask=memory_mask)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="the feed-forward network's output is added to the stream as the self-attention")
+class DecoderLayerWhoseLastResidualSkipsTheCrossAttention(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=self_mask)[0]
+            h = x + self.cross_attention(self.norm2(x), context=memory, mask=memory_mask)[0]
+            return x + self.feed_forward(self.norm3(h))
+        x = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        h = self.norm2(x + self.cross_attention(x, context=memory, mask=memory_mask)[0])
+        return self.norm3(x + self.feed_forward(h))
+
+
+@wrong_answer("DecoderLayer", message="the pre-LN layer ends with norm3, so its output is normalised")
+class DecoderLayerNormalisingItsPreLNOutput(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=self_mask)[0]
+            x = x + self.cross_attention(self.norm2(x), context=memory, mask=memory_mask)[0]
+            return self.norm3(x + self.feed_forward(self.norm3(x)))
+        x = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        x = self.norm2(x + self.cross_attention(x, context=memory, mask=memory_mask)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
 # Exercise 2: Decoder -------------------------------------------------------------------------------------
 
 
@@ -353,6 +453,35 @@ class DecoderInvertingTheMasks(nn.Module):
         hidden_future, hidden_padding = ~self_mask, ~memory_mask  # True where attention is not allowed
         for layer in self.layers:
             x = layer(x, memory, hidden_future, hidden_padding)
+        return x if self.norm is None else self.norm(x)
+
+
+@wrong_answer("Decoder", message="the final norm is applied after every layer")
+class DecoderNormalisingAfterEveryLayer(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        for layer in self.layers:
+            x = layer(x, memory, self_mask, memory_mask)
+            if self.norm is not None:
+                x = self.norm(x)
+        return x
+
+
+@wrong_answer("Decoder", message="the self_mask reached layer 3 only; layers 1 and 2 got no self_mask")
+class DecoderMaskingTheLastLayerOnly(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        for number, layer in enumerate(self.layers):
+            last = number == len(self.layers) - 1
+            x = layer(x, memory, self_mask if last else None, memory_mask if last else None)
         return x if self.norm is None else self.norm(x)
 
 
@@ -610,6 +739,112 @@ class TransformerInvertingTheSourceMask(nn.Module):
     def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
         padding = None if src_mask is None else ~src_mask
         return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, padding))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="the positional encoding is multiplied by √d_model too")
+class TransformerScalingAfterAddingPositions(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return (table(tokens) + sinusoidal_encoding(tokens.shape[-1], self.d_model)) * math.sqrt(self.d_model)
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="the embeddings are multiplied by d_model = 8, not by √d_model")
+class TransformerScalingByDModel(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return table(tokens) * self.d_model + sinusoidal_encoding(tokens.shape[-1], self.d_model)
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="the model returns probabilities: each row sums to 1")
+class TransformerReturningProbabilities(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return table(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(tokens.shape[-1], self.d_model)
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        logits = self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask))
+        return logits.softmax(dim=-1)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="the positional encoding runs along the batch axis")
+class TransformerWithTheEncodingBroadcastOverTheBatch(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        positions = sinusoidal_encoding(tokens.shape[0], self.d_model)[:, None, :]
+        return table(tokens) * math.sqrt(self.d_model) + positions
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask))
 
     def forward(self, src, tgt, src_mask=None, tgt_mask=None):
         return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)

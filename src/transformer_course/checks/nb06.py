@@ -8,7 +8,7 @@ import contextlib
 import functools
 import inspect
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -18,12 +18,14 @@ from ..reference.nb03_multi_head_attention import MultiHeadAttention
 from ..reference.pytorch_layers import encoder_layer_parameters
 from . import (
     CheckFailed,
+    NotImplementedYet,
     built_with_seed,
     call_learner,
     earlier_exercises_replaced,
     expect_close,
     expect_tensor,
     learner_facing,
+    matches,
     passed,
     seeded_randn,
     shape_of,
@@ -171,6 +173,169 @@ def inverted_mask(given: str, part: str) -> str:
     )
 
 
+def attempt(function: Callable, *args, call: str):
+    """(result, None) from a learner's call, or (None, the failure) when their code raised an error: a crash may
+    come from a mistake that a look at what the parts received can name."""
+    try:
+        return call_learner(function, *args, call=call), None
+    except NotImplementedYet:
+        raise
+    except CheckFailed as failure:
+        if failure.__cause__ is None:  # not a crash: an input changed in place, or an exotic result
+            raise
+        return None, failure
+
+
+def mask_as_context(calls: list[list], part: str, mask_name: str) -> str | None:
+    """The mistake, if an attention received a boolean tensor (a mask) as its context: forward(x, context=None,
+    mask=None) takes its second positional argument as the sequence to attend to."""
+    for arguments in calls:
+        context = arguments[1] if len(arguments) >= 2 else None
+        if isinstance(context, torch.Tensor) and context.dtype == torch.bool:
+            unmasked = ", and its mask stayed None" if len(arguments) >= 3 and arguments[2] is None else ""
+            return (
+                f"the {part}'s mask went in as `context`, the second parameter of forward(x, context=None, "
+                f"mask=None), so the module took it for the sequence to attend to{unmasked}; pass mask={mask_name} "
+                "by name"
+            )
+    return None
+
+
+@contextlib.contextmanager
+def outputs_only(parts: Sequence[nn.Module]) -> Iterator[None]:
+    """Make each of ``parts`` (attention modules) return only the first item of the pair it returns."""
+
+    def first_of_pair(module, args, output):
+        return output[0] if isinstance(output, tuple) else None  # None: the output as it was
+
+    handles = [part.register_forward_hook(first_of_pair) for part in parts]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def pair_used_whole(attentions: dict[str, nn.Module], run: Callable, expected: torch.Tensor) -> str | None:
+    """The mistake, if the learner's code (``run()``) gives ``expected`` once the attentions named (by attribute)
+    return their outputs alone: it used the (outputs, weights) pair where it needed the outputs."""
+    names = list(attentions)
+    tried = [[name] for name in names] + ([names] if len(names) > 1 else [])
+    for chosen in tried:
+        result = None
+        with outputs_only([attentions[name] for name in chosen]), contextlib.suppress(Exception), torch.no_grad():
+            result = run()
+        if matches(result, expected):
+            which = " and ".join(f"self.{name}" for name in chosen)
+            return (
+                f"{which} return{'s' if len(chosen) == 1 else ''} a pair (outputs, weights), and your layer used the "
+                "whole pair where it needs the outputs (a tensor plus a tuple is a TypeError). With the outputs "
+                "taken from the pair, your layer gives the expected result"
+            )
+    return None
+
+
+def residual_variants(
+    sublayers: Sequence[tuple[str, Callable, Callable]], x: torch.Tensor, norm_first: bool
+) -> Iterator[tuple[str, torch.Tensor]]:
+    """(mistake, output) for every wrong wiring of a layer's residual connections: a sublayer's output added to
+    nothing, or to an earlier stream than its own input. ``sublayers`` are (name, norm, function) in order,
+    computed with PyTorch's modules holding the learner's weights."""
+    right = tuple(range(len(sublayers)))
+    for sources in itertools.product(*[(None, *range(i + 1)) for i in right]):
+        if sources != right:
+            yield _wiring_mistake(sublayers, sources), _wired(sublayers, sources, x, norm_first)
+
+
+def _wired(sublayers, sources: tuple, x: torch.Tensor, norm_first: bool) -> torch.Tensor:
+    streams = [x]  # streams[i]: the input of sublayer i
+    for (_, norm, function), source in zip(sublayers, sources, strict=True):
+        added_to = 0.0 if source is None else streams[source]
+        h = streams[-1]
+        streams.append(added_to + function(norm(h)) if norm_first else norm(added_to + function(h)))
+    return streams[-1]
+
+
+def _wiring_mistake(sublayers, sources: tuple) -> str:
+    names = [name for name, _, _ in sublayers]
+    mistakes = []
+    for i, source in enumerate(sources):
+        if source is None:
+            mistakes.append(
+                f"there is no residual connection around the {names[i]}: its output replaces the stream instead "
+                "of being added to it"
+            )
+        elif source != i:
+            stream = "the layer's input x" if source == 0 else f"the stream as the {names[source - 1]} left it"
+            skipped = names[source:i]
+            results = (
+                f"the {skipped[0]}'s result"
+                if len(skipped) == 1
+                else f"the {skipped[0]}'s and the {skipped[1]}'s results"
+            )
+            mistakes.append(
+                f"the {names[i]}'s output is added to {stream}, not to its own input, so {results} "
+                f"{'is' if len(skipped) == 1 else 'are'} left off the residual path (going on only through the "
+                f"{names[i]})"
+            )
+    return "; ".join(mistakes) + (
+        ". Each sublayer's output is added to its own input, the stream as the sublayer before it left it"
+    )
+
+
+def normalised_output(out: torch.Tensor, expected: torch.Tensor, norms: dict[str, nn.Module]) -> str | None:
+    """The mistake, if a pre-LN layer's output is the right one passed through one of its norms."""
+    for name, norm in norms.items():
+        if torch.allclose(out, norm(expected), atol=1e-5):
+            return (
+                f"the pre-LN layer ends with {name}, so its output is normalised. A pre-LN layer leaves its output "
+                "unnormalised, as the sum of its input and its sublayers' outputs; the stack's final norm normalises "
+                "once, after the last layer"
+            )
+    return None
+
+
+def stack_masks_mistake(
+    stack: nn.Module, run: Callable, masks: dict[str, torch.Tensor], position: int, sees: str
+) -> str | None:
+    """The mistake, if some of the stack's layers got the first of ``masks`` (``position``: its place among a layer's
+    forward arguments; ``sees``: what an attention without it sees) and others none: 'the mask reached layer 1
+    only'."""
+    layers = {f"{number}": layer for number, layer in enumerate(stack.layers, start=1)}
+    received = received_by(layers, run)
+    given = {
+        number: which_mask(calls[0][position], masks) if calls and len(calls[0]) > position else None
+        for number, calls in received.items()
+    }
+    name = next(iter(masks))
+    reached = [number for number, label in given.items() if label == name]
+    missed = [number for number, label in given.items() if label == "no mask"]
+    if reached and missed:
+        return (
+            f"the {name} reached layer{_numbers(reached)} only; layer{_numbers(missed)} got no {name}, so "
+            f"{'its' if len(missed) == 1 else 'their'} {sees}. Pass {name} to every layer"
+        )
+    return None
+
+
+def _numbers(numbers: list[str]) -> str:
+    return f" {numbers[0]}" if len(numbers) == 1 else f"s {', '.join(numbers[:-1])} and {numbers[-1]}"
+
+
+def normalised_after_each_layer(x: torch.Tensor, layers: Callable, norm: nn.Module) -> torch.Tensor:
+    """What a stack computes that applies its final norm after every layer: ``layers`` are PyTorch's, as
+    functions of the stream."""
+    for layer in layers:
+        x = norm(layer(x))
+    return x
+
+
+AFTER_EACH_LAYER = (
+    "the final norm is applied after every layer, not once after the last: a pre-LN stack passes its "
+    "unnormalised stream from layer to layer, and self.norm normalises only what the last layer returns"
+)
+
+
 def expect_no_dropout(module: nn.Module, args: tuple, first: torch.Tensor, call: str) -> None:
     """Fail if a second call with the same inputs gives another result: randomness, in practice dropout that
     stays on although the module is in eval mode, as the checks run it."""
@@ -222,6 +387,9 @@ def check_layer_norm(LayerNorm: type, seed: int = 0) -> None:  # noqa: N803 (a c
     passed("LayerNorm", "equals nn.LayerNorm: biased variance, eps inside the square root, learnable gain and bias")
 
 
+DEFAULT_EPS = 1e-5
+
+
 def _diagnose_layer_norm(out, x, norm, eps, call: str) -> None:
     gain, bias = norm.gain.detach(), norm.bias.detach()
     mean = x.mean(dim=-1, keepdim=True)
@@ -238,7 +406,16 @@ def _diagnose_layer_norm(out, x, norm, eps, call: str) -> None:
         "the statistics come from every position of a sentence together (the last two axes, positions and "
         "features); layer normalisation takes the mean and variance of each position's own d features only "
         "(dim=-1)": F.layer_norm(x, x.shape[-2:], eps=eps),
+        "the features are divided by the variance plus eps, not by its square root: the result has standard "
+        "deviation about 1/σ instead of 1. The denominator is the standard deviation, √(σ² + ε)": centred
+        / (x.var(dim=-1, unbiased=False, keepdim=True) + eps),
     }
+    if eps != DEFAULT_EPS:
+        ignored = (
+            f"the result is the one a fixed eps of {DEFAULT_EPS:g} gives, not the eps={eps:g} this layer was built "
+            "with: the layer ignores its eps argument. Keep the eps given to __init__ and use it in forward"
+        )
+        mistakes[ignored] = centred / torch.sqrt(x.var(dim=-1, unbiased=False, keepdim=True) + DEFAULT_EPS)
     for mistake, normalised in mistakes.items():
         if torch.allclose(out, normalised * gain + bias, atol=1e-5):
             raise CheckFailed(f"{call}: {mistake}.")
@@ -301,6 +478,17 @@ def check_feed_forward(FeedForward: type, seed: int = 0) -> None:  # noqa: N803 
             )
         if torch.allclose(out, ff.linear2(F.gelu(hidden)), atol=1e-5):
             raise CheckFailed(f"{call}: you used GELU; the original transformer (and PyTorch's default) uses ReLU.")
+        if torch.allclose(out, F.relu(expected), atol=1e-5):
+            raise CheckFailed(
+                f"{call}: ReLU is applied to the output too, so no output is ever negative; the network's output "
+                "is linear2's, as it is. The ReLU goes on the hidden layer only, between linear1 and linear2."
+            )
+        if torch.allclose(out, ff.linear2(ff.linear1(F.relu(x))), atol=1e-5):
+            raise CheckFailed(
+                f"{call}: ReLU is applied to the input x, before linear1, so linear1 and linear2 still follow each "
+                "other with nothing between them and act as one linear map. The ReLU goes on the hidden layer, "
+                "between linear1 and linear2."
+            )
     expect_close(out, expected, f"{call}(x), compared with linear2(relu(linear1(x)))")
     shuffle = torch.randperm(5, generator=torch.Generator().manual_seed(seed))
     expect_close(ff(x[:, shuffle]), out[:, shuffle], f"{call}: each position on its own (shuffled positions)")
@@ -367,9 +555,13 @@ def _compare_layer(layer: nn.Module, call: str, norm_first: bool, seed: int) -> 
     ]:
         args = (x,) if mask is None else (x, mask)
         with torch.no_grad():
-            out = expect_tensor(call_learner(layer, *args, call=f"{call}(x{what})"), "EncoderLayer", x.shape, x.dtype)
-            expect_no_dropout(layer, args, out, f"{call}(x{what})")
             expected = torch_encoder_layer(layer, 2, 16, norm_first)(x, **twin_kwargs)
+            out, failure = attempt(layer, *args, call=f"{call}(x{what})")
+            if failure is not None:
+                _diagnose_crash(layer, args, expected, f"{call}(x{what})", failure)
+                raise failure
+            out = expect_tensor(out, "EncoderLayer", x.shape, x.dtype)
+            expect_no_dropout(layer, args, out, f"{call}(x{what})")
             other_order = torch_encoder_layer(layer, 2, 16, not norm_first)(x, **twin_kwargs)
         if torch.allclose(out, other_order, atol=1e-5):
             built, wanted = (
@@ -388,32 +580,51 @@ def _compare_layer(layer: nn.Module, call: str, norm_first: bool, seed: int) -> 
         expect_close(out, expected, f"{call}(x{what}), compared with nn.TransformerEncoderLayer with the same weights")
 
 
+def _diagnose_crash(layer: nn.Module, args: tuple, expected: torch.Tensor, call: str, failure: CheckFailed) -> None:
+    """Fail naming the mistake behind a crash, if it is one of the usual ones: the mask passed where the attention
+    takes its context, or the attention's (outputs, weights) pair used as a tensor."""
+    received = received_by({"self-attention": layer.self_attention}, lambda: layer(*args))["self-attention"]
+    mistake = mask_as_context(received, "self-attention", "mask") or pair_used_whole(
+        {"self_attention": layer.self_attention}, lambda: layer(*args), expected
+    )
+    if mistake is not None:
+        raise CheckFailed(f"{call}: {mistake}.") from failure.__cause__
+
+
 def _diagnose_layer(layer: nn.Module, out: torch.Tensor, args: tuple, norm_first: bool, twin_kwargs, call: str) -> None:
-    """Fail naming the mistake, if it is one of the usual ones: an inverted mask, or (pre-LN) a residual
-    connection that starts from the normalised stream."""
+    """Fail naming the mistake, if it is one of the usual ones: an inverted mask, a residual connection wired to
+    the wrong stream or missing, or (pre-LN) one that starts from the normalised stream, or a normalised output."""
     if len(args) > 1:
         received = received_by({"self-attention": layer.self_attention}, lambda: layer(*args))["self-attention"]
         given = which_mask(received[0][2], {"mask": args[1]}) if received and len(received[0]) >= 3 else None
         if given == "~mask":
             raise CheckFailed(f"{call}: {inverted_mask(given, 'self-attention')}.")
-    if not norm_first:
-        return
     padding = twin_kwargs.get("src_key_padding_mask")
+    twin = torch_encoder_layer(layer, 2, 16, norm_first)
+    for mistake, wrong in residual_variants(_encoder_sublayers(twin, padding), args[0], norm_first):
+        if torch.allclose(out, wrong, atol=1e-5):
+            raise CheckFailed(f"{call}: {mistake}.")
+    if norm_first:
+        normalised = normalised_output(out, twin(args[0], **twin_kwargs), {"norm1": twin.norm1, "norm2": twin.norm2})
+        if normalised is not None:
+            raise CheckFailed(f"{call}: {normalised}.")
+    pre_ln = torch_encoder_layer(layer, 2, 16, norm_first=True)
     for wrong in ((True, True), (True, False), (False, True)):
-        if torch.allclose(out, _residual_from_normalised(layer, args[0], padding, wrong), atol=1e-5):
+        if torch.allclose(out, _residual_from_normalised(pre_ln, args[0], padding, wrong), atol=1e-5):
             sublayers = zip(("self-attention", "feed-forward network"), ("norm1", "norm2"), wrong, strict=True)
             added = " and ".join(f"the {name}'s output to {norm}(x)" for name, norm, bad in sublayers if bad)
-            raise CheckFailed(
-                f"{call}: the residual connection adds {added}, the normalised stream. In pre-LN only the "
-                "sublayer's input is normalised; its output is added to x itself, which stays unnormalised from "
-                "layer to layer: x = x + sublayer(norm(x))."
+            order = (
+                "In pre-LN only the sublayer's input is normalised; its output is added to x itself, which stays "
+                "unnormalised from layer to layer: x = x + sublayer(norm(x))."
+                if norm_first
+                else "Post-LN normalises after the addition: the sublayer's output is added to x itself, and the "
+                "sum is normalised: x = norm(x + sublayer(x))."
             )
+            raise CheckFailed(f"{call}: the residual connection adds {added}, the normalised stream. {order}")
 
 
-def _residual_from_normalised(layer: nn.Module, x, padding, wrong: tuple[bool, bool]) -> torch.Tensor:
-    """What a pre-LN layer computes when the residual connections marked in ``wrong`` (self-attention,
-    feed-forward) start from the normalised stream, norm(x) + sublayer(norm(x)); PyTorch's modules, our weights."""
-    twin = torch_encoder_layer(layer, 2, 16, norm_first=True)
+def _encoder_sublayers(twin: nn.TransformerEncoderLayer, padding) -> list[tuple[str, Callable, Callable]]:
+    """The layer's sublayers as (name, norm, function), computed by PyTorch's layer holding the learner's weights."""
 
     def attention(h):
         return twin.self_attn(h, h, h, key_padding_mask=padding, need_weights=False)[0]
@@ -421,7 +632,14 @@ def _residual_from_normalised(layer: nn.Module, x, padding, wrong: tuple[bool, b
     def feed_forward(h):
         return twin.linear2(F.relu(twin.linear1(h)))
 
-    for norm, sublayer, from_normalised in zip((twin.norm1, twin.norm2), (attention, feed_forward), wrong, strict=True):
+    return [("self-attention", twin.norm1, attention), ("feed-forward network", twin.norm2, feed_forward)]
+
+
+def _residual_from_normalised(twin: nn.TransformerEncoderLayer, x, padding, wrong: tuple[bool, bool]) -> torch.Tensor:
+    """What a layer computes when the residual connections marked in ``wrong`` (self-attention, feed-forward) start
+    from the normalised stream, norm(x) + sublayer(norm(x)), and the others are pre-LN's; PyTorch's modules (``twin``)
+    holding the learner's weights."""
+    for (_, norm, sublayer), from_normalised in zip(_encoder_sublayers(twin, padding), wrong, strict=True):
         normalised = norm(x)
         x = (normalised if from_normalised else x) + sublayer(normalised)
     return x
@@ -452,15 +670,29 @@ def _compare_encoder(encoder: nn.Module, call: str, norm_first: bool, seed: int)
     with torch.no_grad():
         out = call_learner(encoder, x, mask, call=f"{call}(x, padding mask)")
         expected = twin.eval()(x, src_key_padding_mask=~real)
-    expect_tensor(out, "Encoder", x.shape, x.dtype)
-    if not torch.allclose(out, expected, atol=1e-5):
-        received = received_by({"layer": encoder.layers[0]}, lambda: encoder(x, mask))["layer"]
-        given = which_mask(received[0][1], {"mask": mask}) if received and len(received[0]) >= 2 else None
-        if given == "~mask":
-            raise CheckFailed(f"{call}(x, padding mask): {inverted_mask(given, 'layers')}.")
-        if given == "no mask":
-            raise CheckFailed(
-                f"{call}(x, padding mask): the layers got no mask, so they attend to the padding; pass the mask "
-                "to every layer."
-            )
+        expect_tensor(out, "Encoder", x.shape, x.dtype)
+        if not torch.allclose(out, expected, atol=1e-5):
+            _diagnose_encoder(encoder, twin, x, mask, real, out, f"{call}(x, padding mask)")
     expect_close(out, expected, f"{call}(x, padding mask), compared with nn.TransformerEncoder with the same weights")
+
+
+def _diagnose_encoder(encoder, twin, x, mask, real, out, call: str) -> None:
+    """Fail naming the mistake, if it is one of the usual ones: the mask missing, inverted or given to some layers
+    only, or the final norm applied after every layer."""
+    received = received_by({"layer": encoder.layers[0]}, lambda: encoder(x, mask))["layer"]
+    given = which_mask(received[0][1], {"mask": mask}) if received and len(received[0]) >= 2 else None
+    if given == "~mask":
+        raise CheckFailed(f"{call}: {inverted_mask(given, 'layers')}.")
+    partly = stack_masks_mistake(
+        encoder, lambda: encoder(x, mask), {"mask": mask}, 1, "self-attention sees the padding"
+    )
+    if partly is not None:
+        raise CheckFailed(f"{call}: {partly}.")
+    if given == "no mask":
+        raise CheckFailed(
+            f"{call}: the layers got no mask, so they attend to the padding; pass the mask to every layer."
+        )
+    if twin.norm is not None:
+        layers = [functools.partial(layer, src_key_padding_mask=~real) for layer in twin.layers]
+        if torch.allclose(out, normalised_after_each_layer(x, layers, twin.norm), atol=1e-5):
+            raise CheckFailed(f"{call}: {AFTER_EACH_LAYER}.")

@@ -15,7 +15,6 @@ import contextlib
 import functools
 import math
 import warnings
-from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -24,17 +23,18 @@ from ..reference.nb05_positional_encoding import sinusoidal_encoding
 from ..reference.pytorch_layers import decoder_layer_parameters, encoder_layer_parameters, pytorch_mask
 from . import (
     CheckFailed,
-    NotImplementedYet,
     built_with_seed,
-    call_learner,
     earlier_exercises_replaced,
     expect_close,
     expect_tensor,
     learner_facing,
     passed,
+    rows_sum_to,
     seeded_randn,
 )
 from .nb06 import (
+    AFTER_EACH_LAYER,
+    attempt,
     built_and_perturbed,
     copy_layer,
     expect_own_norms,
@@ -42,7 +42,13 @@ from .nb06 import (
     expect_stack,
     inverted_mask,
     load_stack,
+    mask_as_context,
+    normalised_after_each_layer,
+    normalised_output,
+    pair_used_whole,
     received_by,
+    residual_variants,
+    stack_masks_mistake,
     which_mask,
 )
 
@@ -68,19 +74,6 @@ def _inputs(seed: int):
 
 
 # What a learner's code did, for naming its mistake ----------------------------------------------------------
-
-
-def _attempt(function: Callable, *args, call: str):
-    """(result, None) from a learner's call, or (None, the failure) when their code raised an error: a crash may
-    come from a mistake that a look at what the parts received can name."""
-    try:
-        return call_learner(function, *args, call=call), None
-    except NotImplementedYet:
-        raise
-    except CheckFailed as failure:
-        if failure.__cause__ is None:  # not a crash: an input changed in place, or an exotic result
-            raise
-        return None, failure
 
 
 def _matches(result, expected: torch.Tensor, atol: float = 1e-5) -> bool:
@@ -114,9 +107,10 @@ def check_decoder_layer(DecoderLayer: type, seed: int = 0) -> None:  # noqa: N80
         call = f"{call}(x, memory, causal self_mask, source padding memory_mask)"
         with torch.no_grad():
             expected = _layer_twin(layer, norm_first)(x, memory, tgt_mask=~causal, memory_key_padding_mask=~source_real)
-            out, failure = _attempt(layer, x, memory, causal, padding, call=call)
+            out, failure = attempt(layer, x, memory, causal, padding, call=call)
             if failure is not None or not _matches(out, expected):
-                _diagnose_layer(out, failure, layer, (x, memory, causal, source_real), norm_first, seed, call)
+                inputs = (x, memory, causal, source_real)
+                _diagnose_layer(out, failure, layer, inputs, expected, norm_first, seed, call)
         if failure is not None:
             raise failure
         expect_tensor(out, "DecoderLayer", x.shape, x.dtype)
@@ -135,13 +129,16 @@ def _expect_layer_parts(layer: nn.Module, call: str) -> None:
     expect_separate_norms(layer, ("norm1", "norm2", "norm3"), call)
 
 
-def _diagnose_layer(out, failure, layer, inputs, norm_first: bool, seed: int, call: str) -> None:
+def _diagnose_layer(out, failure, layer, inputs, expected, norm_first: bool, seed: int, call: str) -> None:
     """Fail naming the mistake, if it is one of the usual ones; return when it is none of them."""
     cause = None if failure is None else failure.__cause__
+    x, memory, causal, source_real = inputs
     mistake = _mistake_in_attention_calls(layer, inputs)
+    if mistake is None and failure is not None:
+        attentions = {"self_attention": layer.self_attention, "cross_attention": layer.cross_attention}
+        mistake = pair_used_whole(attentions, lambda: layer(x, memory, causal, source_real[:, None, :]), expected)
     if mistake is not None:
         raise CheckFailed(f"{call}: {mistake}.") from cause
-    x, memory, causal, source_real = inputs
     if not isinstance(out, torch.Tensor):
         return
     if out.shape == memory.shape:
@@ -164,8 +161,35 @@ def _diagnose_layer(out, failure, layer, inputs, norm_first: bool, seed: int, ca
     for mistake, wrong in candidates.items():
         if torch.allclose(out, wrong, atol=1e-5):
             raise CheckFailed(f"{call}: {mistake}.")
+    for mistake, wrong in residual_variants(_decoder_sublayers(twin, memory, causal, source_real), x, norm_first):
+        if torch.allclose(out, wrong, atol=1e-5):
+            raise CheckFailed(f"{call}: {mistake}.")
+    if norm_first:
+        norms = {name: getattr(twin, name) for name in ("norm1", "norm2", "norm3")}
+        normalised = normalised_output(out, expected, norms)
+        if normalised is not None:
+            raise CheckFailed(f"{call}: {normalised}.")
     computed_with = functools.partial(_decoder_layer_output, layer, norm_first, inputs)
     expect_own_norms(out, computed_with, DECODER_SUBLAYERS, call)
+
+
+def _decoder_sublayers(twin: nn.TransformerDecoderLayer, memory, causal, source_real) -> list:
+    """The layer's sublayers as (name, norm, function), computed by PyTorch's layer holding the learner's weights."""
+
+    def self_attention(h):
+        return twin.self_attn(h, h, h, attn_mask=~causal, need_weights=False)[0]
+
+    def cross_attention(h):
+        return twin.multihead_attn(h, memory, memory, key_padding_mask=~source_real, need_weights=False)[0]
+
+    def feed_forward(h):
+        return twin.linear2(torch.relu(twin.linear1(h)))
+
+    return [
+        ("self-attention", twin.norm1, self_attention),
+        ("cross-attention", twin.norm2, cross_attention),
+        ("feed-forward network", twin.norm3, feed_forward),
+    ]
 
 
 QUERIES_FROM_MEMORY = (
@@ -196,6 +220,10 @@ def _mistake_in_attention_calls(layer: nn.Module, inputs) -> str | None:
     parts = {"self": layer.self_attention, "cross": layer.cross_attention}
     order = []  # the attentions' names, in the order in which the layer called them
     received = received_by(parts, lambda: layer(x, memory, causal, source_real[:, None, :]), order)
+    for part, mask_name in (("self", "self_mask"), ("cross", "memory_mask")):
+        mistake = mask_as_context(received[part], f"{part}-attention", mask_name)
+        if mistake is not None:
+            return mistake
     if len(received["self"]) > 1 and not received["cross"]:
         return (
             "self.self_attention does the cross-attention too; the cross-attention has weights of its own: "
@@ -277,9 +305,9 @@ def check_decoder(Decoder: type, seed: int = 0) -> None:  # noqa: N803 (a class)
             inputs = (x, memory, causal, source_real[:, None, :])
             with torch.no_grad():
                 expected = twin(x, memory, tgt_mask=~causal, memory_key_padding_mask=~source_real)
-                out, failure = _attempt(decoder, *inputs, call=f"{call}(x, memory, masks)")
+                out, failure = attempt(decoder, *inputs, call=f"{call}(x, memory, masks)")
                 if failure is not None or not _matches(out, expected):
-                    _diagnose_stack(decoder, inputs, f"{call}(x, memory, masks)", failure)
+                    _diagnose_stack(decoder, twin, inputs, out, f"{call}(x, memory, masks)", failure)
             if failure is not None:
                 raise failure
             expect_tensor(out, "Decoder", x.shape, x.dtype)
@@ -287,14 +315,40 @@ def check_decoder(Decoder: type, seed: int = 0) -> None:  # noqa: N803 (a class)
     passed("Decoder", "equals nn.TransformerDecoder, post-LN and pre-LN with its final norm")
 
 
-def _diagnose_stack(decoder: nn.Module, inputs, call: str, failure) -> None:
-    """Fail naming the mistake that what the stack passed to its first layer shows, if any."""
+def _diagnose_stack(decoder: nn.Module, twin: nn.TransformerDecoder, inputs, out, call: str, failure) -> None:
+    """Fail naming the mistake, if it is one of the usual ones: masks that the stack passed on wrongly (as its
+    layers' calls show), or the final norm applied after every layer."""
+    cause = None if failure is None else failure.__cause__
+    x, memory, causal, padding = inputs
+    mistake = _mistake_in_masks_passed(decoder, inputs)
+    if mistake is None and failure is None and twin.norm is not None:
+        source_real = padding[:, 0, :]
+        layers = [
+            functools.partial(layer, memory=memory, tgt_mask=~causal, memory_key_padding_mask=~source_real)
+            for layer in twin.layers
+        ]
+        if _matches(out, normalised_after_each_layer(x, layers, twin.norm)):
+            mistake = AFTER_EACH_LAYER
+    if mistake is not None:
+        raise CheckFailed(f"{call}: {mistake}.") from cause
+
+
+def _mistake_in_masks_passed(decoder: nn.Module, inputs) -> str | None:
+    """The mistake that what the stack passed to its layers shows, if any."""
     x, memory, causal, padding = inputs
     received = received_by({"layer": decoder.layers[0]}, lambda: decoder(*inputs))["layer"]
     if not received or len(received[0]) < 4:
-        return
+        return None
     masks = {"self_mask": causal, "memory_mask": padding}
     self_mask, memory_mask = (which_mask(given, masks) for given in received[0][2:4])
+    for position, name, sees in (
+        (2, "self_mask", "self-attention sees the future"),
+        (3, "memory_mask", "cross-attention sees the source's padding"),
+    ):
+        ordered = {name: masks[name]} | masks  # the mask looked for first
+        partly = stack_masks_mistake(decoder, lambda: decoder(*inputs), ordered, position, sees)
+        if partly is not None:
+            return partly
     mistake = None
     if self_mask == "memory_mask" or memory_mask == "self_mask":
         mistake = (
@@ -311,8 +365,7 @@ def _diagnose_stack(decoder: nn.Module, inputs, call: str, failure) -> None:
             "the layers got no memory_mask, so their cross-attention attends to the source's padding; pass both "
             "masks to every layer"
         )
-    if mistake is not None:
-        raise CheckFailed(f"{call}: {mistake}.") from (None if failure is None else failure.__cause__)
+    return mistake
 
 
 def _decoder_twin(decoder: nn.Module, norm_first: bool) -> nn.TransformerDecoder:
@@ -376,9 +429,24 @@ def _expect_model_parts(model: nn.Module, call: str) -> None:
         raise CheckFailed(f"{call}: self.output must map d_model to the {TGT_VOCAB} words of the target vocabulary.")
 
 
-def _embedded(table: nn.Embedding, tokens: torch.Tensor, scale: float = math.sqrt(D_MODEL), with_positions=True):
-    positions = sinusoidal_encoding(tokens.shape[-1], D_MODEL) if with_positions else 0.0
-    return table(tokens) * scale + positions  # (batch, seq, d_model)
+def _embedded(
+    table: nn.Embedding,
+    tokens: torch.Tensor,
+    scale: float = math.sqrt(D_MODEL),
+    positions: str = "sequence",
+    scale_positions: bool = False,
+):
+    """The embedded tokens; the arguments give the usual mistakes: another scale, positions left out ("none") or
+    taken along the batch axis ("batch"), or the positions scaled with the words."""
+    if positions == "sequence":
+        encoding = sinusoidal_encoding(tokens.shape[-1], D_MODEL)  # (seq, d_model)
+    elif positions == "batch":
+        encoding = sinusoidal_encoding(tokens.shape[0], D_MODEL)[:, None, :]  # (batch, 1, d_model)
+    else:
+        encoding = 0.0
+    if scale_positions:
+        return (table(tokens) + encoding) * scale
+    return table(tokens) * scale + encoding  # (batch, seq, d_model)
 
 
 def _twin_logits(model: nn.Module, norm_first: bool, src, tgt, source_real, target_mask, **embedding) -> torch.Tensor:
@@ -415,23 +483,19 @@ def _check_logits(model: nn.Module, call: str, norm_first: bool, seed: int) -> N
     call = f"{call}(src, tgt, src_mask, tgt_mask)"
     with torch.no_grad():
         expected = _twin_logits(model, norm_first, src, tgt, source_real, target_mask)
-        logits, failure = _attempt(model, *inputs, call=call)
+        logits, failure = attempt(model, *inputs, call=call)
         if failure is not None or not _matches(logits, expected, atol=1e-4):
             _diagnose_model(model, inputs, norm_first, call, failure)
         if failure is not None:
             raise failure
         expect_tensor(logits, "the logits", (2, N_TGT, TGT_VOCAB), torch.float32)
         if not torch.allclose(logits, expected, atol=1e-4):
-            mistakes = {
-                "the embeddings are not multiplied by √d_model": ({"scale": 1.0}, target_mask),
-                "there is no positional encoding: add sinusoidal_encoding(seq, d_model) to the embeddings": (
-                    {"with_positions": False},
-                    target_mask,
-                ),
-                f"{WHOLE_TARGET}": ({}, None),
-            }
-            for mistake, (embedding, mask) in mistakes.items():
-                wrong = _twin_logits(model, norm_first, src, tgt, source_real, mask, **embedding)
+            if rows_sum_to(logits) and torch.allclose(logits, expected.softmax(dim=-1), atol=1e-5):
+                raise CheckFailed(f"{call}: {PROBABILITIES}.")
+            for mistake, (embedding, mask) in EMBEDDING_MISTAKES.items():
+                wrong = _twin_logits(
+                    model, norm_first, src, tgt, source_real, target_mask if mask else None, **embedding
+                )
                 if torch.allclose(logits, wrong, atol=1e-4):
                     raise CheckFailed(f"{call}: {mistake}.")
         expect_close(logits, expected, f"{call}, compared with nn.Transformer holding the same weights", atol=1e-4)
@@ -443,6 +507,26 @@ def _check_logits(model: nn.Module, call: str, norm_first: bool, seed: int) -> N
 
 
 WHOLE_TARGET = "the decoder's self-attention sees the whole target: pass tgt_mask to the decoder"
+PROBABILITIES = (
+    "the model returns probabilities: each row sums to 1, a softmax of the expected logits. forward and decode "
+    "return the logits, the scores before any softmax: notebook 08's loss (cross-entropy) takes logits and applies "
+    "its own log-softmax, so a softmax before it would be applied twice"
+)
+# mistake: (how the embedding went wrong, whether the decoder got its mask)
+EMBEDDING_MISTAKES = {
+    "the embeddings are not multiplied by √d_model": ({"scale": 1.0}, True),
+    f"the embeddings are multiplied by d_model = {D_MODEL}, not by √d_model": ({"scale": float(D_MODEL)}, True),
+    "the positional encoding is multiplied by √d_model too: the embeddings are scaled first, then the encoding "
+    "is added as it is": ({"scale_positions": True}, True),
+    "there is no positional encoding: add the sinusoidal encoding of the positions to the embeddings": (
+        {"positions": "none"},
+        True,
+    ),
+    "the positional encoding runs along the batch axis: sentence b got the encoding of position b at all of its "
+    "words, so nothing tells a sentence's words apart by position. The encoding has one row per position of the "
+    "sequence axis (tokens.shape[-1]) and is the same for every sentence of the batch": ({"positions": "batch"}, True),
+    WHOLE_TARGET: ({}, False),
+}
 SWAPPED_MODEL_MASKS = (
     "the decoder got the masks swapped: its self-attention takes tgt_mask (target × target) and its "
     "cross-attention src_mask (the source's padding): decoder(x, memory, tgt_mask, src_mask)"
@@ -560,8 +644,8 @@ def _check_embedding_scale(Transformer: type, seed: int) -> None:  # noqa: N803
         std = getattr(model, name).weight.std().item()
         if not 0.08 < std < 0.18:
             raise CheckFailed(
-                f"{call}: self.{name} starts with standard deviation {std:.2f}; initialise it with std "
-                f"1/√d_model = {1 / 8:.3f} (nn.init.normal_(weight, std=d_model ** -0.5)). Then after × √d_model "
-                "the word vectors have entries of size about 1, like the positional encoding; N(0, 1) entries "
-                "would be √d_model times larger and drown it."
+                f"{call}: self.{name} starts with standard deviation {std:.2f}; its weights should start from a "
+                f"normal distribution of standard deviation 1/√d_model = {1 / 8:.3f} (torch.nn.init has the "
+                "functions that refill a tensor so). Then after × √d_model the word vectors have entries of size "
+                "about 1, like the positional encoding; N(0, 1) entries would be √d_model times larger and drown it."
             )

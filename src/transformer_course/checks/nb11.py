@@ -482,6 +482,13 @@ def _expect_one_token_per_step(inputs: list, prompt_length: int, call: str, *, f
     lengths = [ids.shape[-1] for ids in inputs]
     if not finished and not lengths:
         return
+    if not finished and lengths == [prompt_length]:
+        raise CheckFailed(
+            f"{call}: the model took the prompt, then the call crashed on the first new token before the model saw "
+            "it. Look at what you pass on for the newest token: the model takes (batch, tokens), here (batch, 1). "
+            "Keep the axis of the tokens when you pick the newest one: indexing with [:, -1] drops the axis where "
+            "slicing with [:, -1:] keeps it; torch.multinomial(..., 1) already returns (batch, 1)."
+        )
     if not lengths or lengths[0] != prompt_length or any(length != 1 for length in lengths[1:]):
         raise CheckFailed(
             f"{call}: the model was given {lengths[:6]}{' ...' if len(lengths) > 6 else ''} tokens at its calls; "

@@ -494,20 +494,6 @@ def attention_scaled_by_the_size_of_axis_1(q, k, v, mask=None):
     return weights @ v, weights
 
 
-@wrong_answer("SingleHeadAttention", message="nn.Linear stores its weight as (d_out, d_model)")
-class AttentionMultiplyingByTheStoredWeights(nn.Module):
-    def __init__(self, d_model, d_k, d_v):
-        super().__init__()
-        self.query = nn.Linear(d_model, d_k, bias=False)
-        self.key = nn.Linear(d_model, d_k, bias=False)
-        self.value = nn.Linear(d_model, d_v, bias=False)
-
-    def forward(self, x, context=None, mask=None):
-        context = x if context is None else context
-        q, k, v = x @ self.query.weight, context @ self.key.weight, context @ self.value.weight
-        return scaled_dot_product_attention(q, k, v, mask)
-
-
 @wrong_answer("SingleHeadAttention", message="the scores were divided by √d_model = √6, not by √d_k = √4")
 class AttentionScaledByTheModelDimension(nn.Module):
     def __init__(self, d_model, d_k, d_v):

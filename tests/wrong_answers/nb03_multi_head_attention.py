@@ -55,7 +55,7 @@ def split_with_a_float_head_size(x, num_heads):
     return x.reshape(*batch, seq, num_heads, d_model / num_heads).transpose(-3, -2)
 
 
-@wrong_answer("split_heads", message="no gradient flows from the result back to x")
+@wrong_answer("split_heads", message="training could not update anything before it")
 def split_without_gradients(x, num_heads):
     *batch, seq, d_model = x.shape
     with torch.no_grad():

@@ -170,7 +170,7 @@ def _expect_differentiable_on(function: Callable, x: torch.Tensor, *args, call: 
         gradient = None
     if gradient is None:
         raise CheckFailed(
-            f"{call}: no gradient flows from the result back to x, so nothing before this step could be trained. "
+            f"{call}: no gradient flows from the result back to x, so training could not update anything before it. "
             "Remove torch.no_grad() or .detach() from the computation; keep every step a PyTorch operation on x."
         )
 

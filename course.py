@@ -9,6 +9,8 @@ requirements-dev.txt, which adds the tests' tools) when needed.
     python3.11 course.py class COMMAND ...      an instructor's commands: new, generate, collect, autograde,
                                                 feedback, export, demo (`class --help` says more)
     python3.11 course.py generate   regenerate notebooks/ from solutions/ (for maintainers)
+    python3.11 course.py hub-environment DIR   in a student release: build the students' environment of a
+                                               JupyterHub at DIR (no answer in it)
     python3.11 course.py new-class DIR   the same as `class new DIR`
 
 A student release (`class release-package`) holds only what `lab` needs; there the other commands say that they
@@ -29,6 +31,9 @@ REQUIREMENTS = REPO / "requirements.txt"  # what the course needs: lab, grade, c
 CHECK_REQUIREMENTS = REPO / "requirements-dev.txt"  # that, and the check's tools; a student release lacks it
 INSTALL_STAMP = VENV / "course-install.sha256"  # the fingerprints of the requirements the environment satisfies
 FIRST_NOTEBOOK = "notebooks/01_self_attention_averaging/01_self_attention_averaging.ipynb"
+# Jupyter settings for students (a learner's `lab`, a release, the hub's students' environment): nbgrader's
+# instructor parts off.
+STUDENT_JUPYTER_CONFIG = REPO / "jupyter-student-config"
 # The browser test (tests/test_browser.py) drives Debian's Chromium; Playwright downloads no browser of its own.
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_PACKAGES = ("chromium", "chromium-driver")
@@ -100,7 +105,41 @@ def lab(extra_args: list[str]) -> int:
     # replaces the checkout.
     root = [] if any(arg.startswith("--ServerApp.root_dir") for arg in extra_args) else [f"--ServerApp.root_dir={REPO}"]
     server = [*root, f"--LabApp.default_url=/lab/tree/{FIRST_NOTEBOOK}", *as_root]
-    return run(sys.executable, "-m", "jupyter", "lab", *server, *extra_args)
+    return run(sys.executable, "-m", "jupyter", "lab", *server, *extra_args, **student_jupyter_config())
+
+
+def student_jupyter_config() -> dict[str, str]:
+    """Jupyter's configuration path with the students' settings first: nbgraders' instructor parts (formgrader,
+    Create Assignment, course list) off, its Validate button and Assignments list on. The instructor's formgrader
+    (`class formgrader`) starts without them."""
+    path = [str(STUDENT_JUPYTER_CONFIG), os.environ.get("JUPYTER_CONFIG_PATH", "")]
+    return {"JUPYTER_CONFIG_PATH": os.pathsep.join(part for part in path if part)}
+
+
+def hub_environment(extra_args: list[str]) -> int:
+    """Build the students' environment for a JupyterHub from this student release: a virtual environment at DIR
+    with the course's pinned requirements, the release's helper package (installed, not linked: the release folder
+    may go) and the students' Jupyter settings. The hub's spawner starts each student's server from it."""
+    if len(extra_args) != 1:
+        print("usage: python3.11 course.py hub-environment DIR")
+        return 2
+    if (REPO / "solutions").is_dir():
+        print(
+            "This is the instructor's repository, whose helper package holds answers (the checks' stand-ins). Build "
+            "the students' environment from a student release: `python3.11 course.py class release-package OUT "
+            "--through NN`, then `python3.11 OUT/course.py hub-environment DIR`."
+        )
+        return 2
+    target = Path(extra_args[0]).expanduser().resolve()
+    print(f"Creating the students' environment in {target} ...", flush=True)
+    venv.create(target, with_pip=True)
+    pins = [line for line in REQUIREMENTS.read_text().splitlines() if line.strip() and not line.startswith(("#", "-e"))]
+    python = target / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", *pins, str(REPO)], check=True)
+    shutil.copytree(STUDENT_JUPYTER_CONFIG, target / "etc" / "jupyter", dirs_exist_ok=True)
+    print(f"Done: start the students' servers with {target / 'bin' / 'jupyterhub-singleuser'} (install the")
+    print("jupyterhub package of your hub's version into it first) or point the hub's spawner at its Python.")
+    return 0
 
 
 def apt_get() -> list[str] | None:
@@ -202,7 +241,15 @@ def new_class(extra_args: list[str]) -> int:
     return teach(["new", *extra_args])
 
 
-COMMANDS = {"lab": lab, "check": check, "generate": generate, "grade": grade, "class": teach, "new-class": new_class}
+COMMANDS = {
+    "lab": lab,
+    "check": check,
+    "generate": generate,
+    "grade": grade,
+    "class": teach,
+    "new-class": new_class,
+    "hub-environment": hub_environment,
+}
 
 
 def missing_instructor_folder(command: str) -> str | None:
@@ -221,6 +268,8 @@ def main() -> int:
             f"{missing}/: run your checks in the notebooks (`python3.11 course.py lab`); your instructor grades them."
         )
         return 2
+    if sys.argv[1] == "hub-environment":  # builds an environment of its own, not the course's .venv
+        return hub_environment(sys.argv[2:])
     if not in_course_environment():
         set_up(CHECK_REQUIREMENTS if sys.argv[1] == "check" else REQUIREMENTS)
         # The caller's folder stays the working folder: paths given to grade and class are relative to it.

@@ -1,13 +1,17 @@
 """An instructor's nbgrader course directory, outside the repository, and the steps run in it:
 release the assignments, collect submissions, autograde, give feedback, export the grades."""
 
+import fcntl
 import hashlib
 import html
 import json
+import os
 import re
 import shutil
+import zipfile
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -20,8 +24,20 @@ from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from autograder import grading
+from autograder.class_stats import AssignmentStats, assignment_stats
 from autograder.feedback import shortened
-from autograder.lms import ROSTER, earlier_uploads, merge_roster, read_roster, write_canvas_gradebook
+from autograder.grades import Grade, class_grades, handed_out, read_not_graded, record_not_graded, write_grades_csv
+from autograder.lms import (
+    ROSTER,
+    canvas_assignment_columns,
+    canvas_columns,
+    earlier_uploads,
+    merge_roster,
+    read_roster,
+    roster_rows,
+    stray_file,
+    write_canvas_gradebook,
+)
 from autograder.report import Lateness, lateness_note, outcome_report
 from autograder.repository import AUTOGRADER, SOLUTIONS, nbgrader
 from autograder.verification.findings import HandedIn
@@ -44,8 +60,15 @@ c.Exchange.root = {exchange!r}
 EXCHANGE_MODE = 0o1777  # like /tmp: everyone may add, nobody may remove another's files
 # What each submission was last graded from, so that grading again grades only what is new or changed.
 LEDGER = "graded.json"
+# Held by the command that grades: two gradings of one class at once would write one gradebook and ledger together.
+GRADING_LOCK = ".grading.lock"
 REPORTS = "reports"  # reports/<student>/<assignment>/report.txt: the last grading's report, as autograde printed it
 NOT_GRADED_FEEDBACK = "not-graded.html"  # the feedback of a submission nbgrader did not grade: its report
+# The assignment columns ("Title (id)") of the Canvas gradebook exports the roster came from, to export grades into.
+CANVAS_ASSIGNMENTS = "canvas-assignments.json"
+# assignment → student → the names of their collected files in an LMS download with upload ids (Canvas').
+LMS_UPLOADS = "lms-uploads.json"
+STRAY = "a stray file (macOS' archive metadata, or a hidden file), not a submission"
 # "<student>/<assignment>" → true: the LMS named the submission late (Canvas' `late`), in a download with no times.
 LATE_MARKS = "late-marks.json"
 
@@ -55,8 +78,25 @@ class Collected:
     """What a collect did with every file of the download."""
 
     students: list[str]  # whose submissions are in submitted/ now
+    new: list[str] = field(default_factory=list)  # whose files this download brought in
     left_out: dict[str, str] = field(default_factory=dict)  # a file of the download, as extracted → why not collected
     late: list[str] = field(default_factory=list)  # of this download's students, those the LMS marked late
+
+
+class ClassBusy(RuntimeError):
+    """Another command is grading this class right now."""
+
+
+class UnknownAssignment(ValueError):
+    """An assignment name that is not one of the class's (a typo, or a notebook of another course)."""
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What a roster import did."""
+
+    students: int  # how many students the files list
+    skipped: list[str] = field(default_factory=list)  # each row left out, with where and why
 
 
 @dataclass(frozen=True)
@@ -88,8 +128,15 @@ class ClassFolder:
     def assignments(self) -> list[str]:
         return sorted(path.name for path in (self.root / "source").iterdir() if path.is_dir())
 
+    def require_known(self, assignments: list[str], what: str = "an assignment of this class") -> None:
+        """Refuse names that are not the class's assignments, before a command does anything with them."""
+        if unknown := [assignment for assignment in assignments if assignment not in self.assignments()]:
+            names = ", ".join(repr(name) for name in unknown)
+            raise UnknownAssignment(f"{names} is not {what} (its assignments: {', '.join(self.assignments())})")
+
     def write_student_versions(self, assignments: list[str] | None = None) -> None:
         """Write the student versions into release/: every assignment, or those named."""
+        self.require_known(assignments or [])
         if not assignments or set(assignments) == set(self.assignments()):
             assignments = ["*"]  # one nbgrader run for all: each run costs seconds to start
         for assignment in assignments:
@@ -97,15 +144,21 @@ class ClassFolder:
 
     def hand_out(self, assignment: str) -> None:
         """Put an assignment's student version in the exchange for students to fetch (nbgrader release_assignment)."""
+        self.require_known([assignment])
         self.require_exchange()
         nbgrader("release_assignment", assignment, "--force", cwd=self.root)
 
     def collect_from_exchange(self, assignment: str) -> list[str]:
         """Copy the latest submission of every student from the exchange into submitted/ (nbgrader collect), with
         the time it was submitted; returns the students who have one."""
+        self.require_known([assignment])
         self.require_exchange()
         nbgrader("collect", assignment, "--update", cwd=self.root)
-        return sorted({student for student, _ in self.submissions([assignment])})
+        config = self.nbgrader_config()
+        inbound = Path(config.Exchange.root) / config.CourseDirectory.course_id / "inbound"
+        # nbgrader names each submission in the exchange <student>+<assignment>+<time>+<random>
+        handed_in = [path.name.split("+") for path in inbound.iterdir()] if inbound.is_dir() else []
+        return sorted({parts[0] for parts in handed_in if len(parts) > 1 and parts[1] == assignment})
 
     def release_feedback(self, assignment: str) -> list[str]:
         """Put the feedback of every student who submitted through the exchange there, where each fetches their own
@@ -173,10 +226,13 @@ class ClassFolder:
         submitted/, and account for every file of the download. By default a student is the folder holding the
         notebook, or the start of the file's name up to the first underscore (<student>_..._<notebook>.ipynb).
         An assignment this class has not released is refused before anything is written."""
-        released = list(self.released(assignment)) if assignment in self.assignments() else []
+        self.require_known([assignment], what="a released assignment of this class")
+        released = list(self.released(assignment))
         if not released:
-            known = ", ".join(self.assignments())
-            raise ValueError(f"{assignment!r} is not a released assignment of this class (its assignments: {known})")
+            raise UnknownAssignment(
+                f"{assignment!r} is not a released assignment of this class: write its student version first "
+                f"(`class student-versions {assignment}`)"
+            )
         archive = self.root / "downloaded" / assignment / "archive"
         shutil.rmtree(archive, ignore_errors=True)  # this download replaces the last one
         archive.mkdir(parents=True)
@@ -195,21 +251,65 @@ class ClassFolder:
             raise
         students = sorted({student for student, _ in self.submissions([assignment])})
         late = self.record_late_marks(assignment, regexp)
-        return Collected(students, self.left_out(assignment, regexp, released), late)
+        left_out = self.left_out(assignment, regexp, released)
+        matches = self.downloaded(assignment, regexp)
+        collected = {name: match for name, match in matches.items() if match and name not in left_out}
+        self.record_lms_uploads(assignment, collected)
+        return Collected(students, sorted({match["student_id"] for match in collected.values()}), left_out, late)
+
+    def record_lms_uploads(self, assignment: str, collected: dict[str, re.Match]) -> None:
+        """Remember the name each student's collected file had in an LMS download that gives upload ids (Canvas'),
+        for their feedback to go back by that name (feedback_for_canvas)."""
+        path = self.root / LMS_UPLOADS
+        record = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        uploads = record.setdefault(assignment, {})
+        for match in collected.values():
+            uploads.pop(match["student_id"], None)  # collected again: the old upload is no longer theirs
+        for name, match in collected.items():
+            if match.groupdict().get("upload"):
+                uploads.setdefault(match["student_id"], []).append(Path(name).name)
+        path.write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
+
+    def feedback_for_canvas(self, assignment: str, bundle: Path) -> list[str]:
+        """A zip of the assignment's feedback pages for Canvas' "Re-Upload Submissions", which attaches each file to
+        a student's submission by the user id and upload id that start its name (the names of Canvas' download).
+        Returns the students it holds: those collected from a Canvas download who have feedback (none: no zip)."""
+        path = self.root / LMS_UPLOADS
+        uploads = json.loads(path.read_text(encoding="utf-8")).get(assignment, {}) if path.exists() else {}
+        pages = {
+            student: sorted((self.root / "feedback" / student / assignment).glob("*.html"))
+            for student in sorted(uploads)
+        }
+        bundled = [student for student, theirs in pages.items() if theirs]
+        if bundled:
+            with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED) as archive:
+                for student in bundled:
+                    prefix = canvas_prefix(uploads[student][0])  # <name>_[late_]<user id>_<upload id>
+                    for page in pages[student]:
+                        archive.write(page, f"{prefix}_{page.name}")
+        return bundled
 
     def downloaded(self, assignment: str, regexp: str) -> dict[str, re.Match | None]:
-        """Every file of the last download, as nbgrader extracted it, with how the pattern reads its name."""
+        """Every file of the last download but the stray ones, as nbgrader extracted it, with how the pattern reads
+        its name."""
+        return {
+            name: re.match(regexp, str(path))
+            for name, path in self.extracted(assignment).items()
+            if not stray_file(name)
+        }
+
+    def extracted(self, assignment: str) -> dict[str, Path]:
+        """Every file of the last download, by its name in the download."""
         extracted = self.root / "downloaded" / assignment / "extracted"
-        files = sorted(path for path in extracted.rglob("*") if path.is_file())
-        return {str(path.relative_to(extracted)): re.match(regexp, str(path)) for path in files}
+        return {str(path.relative_to(extracted)): path for path in sorted(extracted.rglob("*")) if path.is_file()}
 
     def left_out(self, assignment: str, regexp: str, released: list[str]) -> dict[str, str]:
-        reasons = {}
+        reasons = {name: STRAY for name in self.extracted(assignment) if stray_file(name)}
         matches = self.downloaded(assignment, regexp)
         earlier = earlier_uploads(matches)
         for name, match in matches.items():
             if match is None:
-                reasons[name] = f"its name matches no notebook of this assignment ({', '.join(released)})"
+                reasons[name] = self.unmatched(name, assignment, released)
             elif name in earlier:
                 reasons[name] = f"an earlier upload of {match['student_id']}'s {match['file_id']} than {earlier[name]}"
             elif not (
@@ -217,6 +317,14 @@ class ClassFolder:
             ).exists():
                 reasons[name] = f"read as {match['student_id']}'s {match['file_id']}, but nbgrader did not collect it"
         return reasons
+
+    def unmatched(self, name: str, assignment: str, released: list[str]) -> str:
+        """Why a file whose name matches no notebook of the assignment was left out: of another assignment, or not."""
+        for other in self.assignments():
+            notebooks = [path.name for path in (self.root / "source" / other).glob("*.ipynb")]
+            if other != assignment and notebooks and re.match(submission_pattern(notebooks), f"/download/{name}"):
+                return f"it is a notebook of {other}, not of {assignment}: collect it with `class collect {other}`"
+        return f"its name matches no notebook of this assignment ({', '.join(released)})"
 
     def clashes(self, assignment: str, regexp: str) -> str:
         """Files the pattern reads as the same student's same notebook (nbgrader stops on them), named."""
@@ -266,7 +374,33 @@ class ClassFolder:
     ) -> list[grading.Outcome]:
         """Autograde and verify the given (student, assignment) pairs, or every submission, in parallel; remember
         what each graded submission was graded from."""
-        pairs = self.submissions() if pairs is None else pairs
+        with self.grading_lock():
+            return self.autograde_locked(self.submissions() if pairs is None else pairs, limits, progress)
+
+    @contextmanager
+    def grading_lock(self) -> Iterator[None]:
+        """Refuse to grade while another process grades this class; the lock goes with the process that holds it,
+        however it ends."""
+        with open(self.root / GRADING_LOCK, "a+", encoding="utf-8") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock.seek(0)
+                raise ClassBusy(
+                    f"Another command is grading {self.root} (process {lock.read().strip() or '?'}): wait for it "
+                    "to finish, then grade again; it grades only what is new."
+                ) from None
+            lock.truncate(0)
+            lock.write(str(os.getpid()))
+            lock.flush()
+            yield
+
+    def autograde_locked(
+        self,
+        pairs: list[tuple[str, str]],
+        limits: grading.Limits | None,
+        progress: Callable[[grading.Outcome], None],
+    ) -> list[grading.Outcome]:
         limits = limits or grading.Limits()
         due = self.due_dates()
         fingerprints = {pair: self.fingerprint(*pair, limits, due.get(pair[1])) for pair in pairs}
@@ -280,6 +414,9 @@ class ClassFolder:
             if outcome.graded:  # one that could not be graded is tried again next time
                 ledger[f"{outcome.student}/{outcome.assignment}"] = fingerprints[outcome.student, outcome.assignment]
         (self.root / LEDGER).write_text(json.dumps(ledger, indent=1, sort_keys=True), encoding="utf-8")
+        record_not_graded(
+            self.root, {f"{outcome.student}/{outcome.assignment}": outcome.graded for outcome in outcomes}
+        )
         return outcomes
 
     def note_lateness(self, outcomes: list[grading.Outcome]) -> None:
@@ -289,7 +426,9 @@ class ClassFolder:
         with self.gradebook() as gradebook:
             for outcome in outcomes:
                 marked = marks.get(f"{outcome.student}/{outcome.assignment}", False)
-                if note := lateness_note(lateness(gradebook, outcome.student, outcome.assignment, marked)):
+                late = lateness(gradebook, outcome.student, outcome.assignment, marked)
+                outcome.late_penalty = late.penalty
+                if note := lateness_note(late):
                     outcome.notes.append(HandedIn(note))
 
     def due_dates(self) -> dict[str, datetime]:
@@ -348,37 +487,68 @@ class ClassFolder:
             ungraded.append(page)
         return ungraded
 
-    def export(self, to: Path | None = None) -> Path:
-        """nbgrader's grades CSV, one row per student and assignment; by default grades.csv in the class."""
+    def export(self, to: Path | None = None, assignments: list[str] | None = None) -> Path:
+        """grades.csv (autograder/grades.py), one row per student and assignment handed out (or named); by default in
+        the class folder."""
         path = (to or self.root / "grades.csv").resolve()
-        nbgrader("export", "--to", str(path), cwd=self.root)
+        with self.existing_gradebook(assignments) as gradebook:
+            write_grades_csv(gradebook, self.grades(gradebook, assignments), path)
         return path
 
-    def export_canvas(self, to: Path) -> Path:
-        """Canvas' gradebook import file (autograder/lms.py) with a column for each assignment handed out: those
-        whose student versions are in release/."""
-        path = to.resolve()
-        handed_out = [assignment for assignment in self.assignments() if (self.root / "release" / assignment).is_dir()]
+    def export_canvas(self, to: Path, assignments: list[str] | None = None) -> dict[str, str]:
+        """Canvas' gradebook import file (autograder/lms.py) with a column for each assignment handed out (or named),
+        that of Canvas' own assignment where the roster came from Canvas' export. Returns assignment → column."""
         roster = read_roster(self.root / ROSTER) if (self.root / ROSTER).exists() else []
-        with self.gradebook() as gradebook:
-            write_canvas_gradebook(gradebook, handed_out, roster, path)
-        return path
+        with self.existing_gradebook(assignments) as gradebook:
+            grades = self.grades(gradebook, assignments)
+            columns = canvas_columns(sorted({grade.assignment for grade in grades}), self.canvas_assignments())
+            write_canvas_gradebook(gradebook, grades, columns, roster, to.resolve())
+        return columns
 
-    def import_roster(self, paths: list[Path]) -> int:
+    def existing_gradebook(self, assignments: list[str] | None) -> Gradebook:
+        """The gradebook, to read grades of the named assignments from, once the names are known to be right."""
+        self.require_known(assignments or [])
+        if not (self.root / "gradebook.db").exists():
+            raise FileNotFoundError(f"{self.root} has no grades yet: import the roster, then collect and autograde")
+        return self.gradebook()
+
+    def grades(self, gradebook: Gradebook, assignments: list[str] | None) -> list[Grade]:
+        return class_grades(gradebook, assignments or handed_out(gradebook), read_not_graded(self.root))
+
+    def stats(self, assignments: list[str] | None = None) -> list[AssignmentStats]:
+        """What the class got wrong in each assignment handed out (or named): autograder/class_stats.py."""
+        with self.existing_gradebook(assignments) as gradebook:
+            grades = self.grades(gradebook, assignments)
+            names = sorted({grade.assignment for grade in grades})
+            return [
+                assignment_stats(self.root, gradebook, [grade for grade in grades if grade.assignment == name])
+                for name in names
+            ]
+
+    def canvas_assignments(self) -> list[str]:
+        """The assignment columns of the Canvas gradebook exports the roster was imported from."""
+        path = self.root / CANVAS_ASSIGNMENTS
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+
+    def import_roster(self, paths: list[Path]) -> "Imported":
         """Add the students of rosters (nbgrader's student CSV, or Canvas' gradebook export) to the class's
-        roster.csv and, with nbgrader's `db student import`, to the gradebook. Returns how many they list."""
+        roster.csv and, with nbgrader's `db student import`, to the gradebook. Returns how many they list, and the
+        rows left out."""
         if missing := [str(path) for path in paths if not path.is_file()]:
             raise FileNotFoundError(f"No such roster file: {', '.join(missing)}")
-        students = [student for path in paths for student in read_roster(path)]
+        read = [roster_rows(path) for path in paths]
+        columns = {column for path in paths for column in canvas_assignment_columns(path)}
+        if columns:
+            known = set(self.canvas_assignments()) | columns
+            (self.root / CANVAS_ASSIGNMENTS).write_text(json.dumps(sorted(known), indent=1), encoding="utf-8")
+        students = [student for rows, _ in read for student in rows]
         merge_roster(self.root / ROSTER, students)
         nbgrader("db", "student", "import", str(self.root / ROSTER), cwd=self.root)
-        return len(students)
+        return Imported(len(students), [row for _, skipped in read for row in skipped])
 
     def set_due(self, assignment: str, when: str) -> datetime:
         """Set an assignment's due date in the gradebook (nbgrader's `db assignment add --duedate`)."""
-        if assignment not in self.assignments():
-            known = ", ".join(self.assignments())
-            raise ValueError(f"{assignment!r} is not an assignment of this class (its assignments: {known})")
+        self.require_known([assignment])
         due = zoned_time(when)
         nbgrader("db", "assignment", "add", assignment, f"--duedate={due.isoformat()}", cwd=self.root)
         return due
@@ -407,6 +577,13 @@ def zoned_time(text: str) -> datetime:
     if moment is None or moment.tzinfo is None:
         raise ValueError(f"{text!r} is not an ISO time with its zone, such as 2027-03-01T23:59+01:00 (Z for UTC)")
     return moment
+
+
+def canvas_prefix(name: str) -> str:
+    """The start of a Canvas download's file name up to its upload id: <name>_[late_]<user id>_<upload id>."""
+    parts = name.split("_")
+    numbers = [index for index, part in enumerate(parts) if part.isdigit()]
+    return "_".join(parts[: numbers[1] + 1])
 
 
 def submission_pattern(notebooks: list[str]) -> str:

@@ -13,6 +13,7 @@
     python3.11 course.py class feedback [ASSIGNMENT ...]   write feedback HTML into feedback/
     python3.11 course.py class export [--to FILE]          export the grades to CSV
     python3.11 course.py class export --canvas FILE        the grades as Canvas' gradebook import file
+    python3.11 course.py class stats [ASSIGNMENT ...]      what the class got wrong: a table and stats.html
     python3.11 course.py class demo                        the whole loop on sample submissions, in a temp folder
     python3.11 course.py class release-package OUT --through NN   a student release: notebooks 01..NN and the
                                                         helper package with no answers (autograder/release.py)
@@ -34,7 +35,9 @@ import time
 from pathlib import Path
 
 from autograder import release as student_release
-from autograder.class_folder import ClassFolder
+from autograder.class_folder import ClassBusy, ClassFolder
+from autograder.class_stats import page as stats_page
+from autograder.class_stats import table as stats_table
 from autograder.grading import CELL_TIMEOUT, MEMORY_LIMIT, Limits, Outcome
 from autograder.report import class_summary, notebook_table, outcome_report
 from autograder.repository import NOTEBOOKS, SOLUTIONS, assignments, notebook_paths, this_python_first
@@ -46,10 +49,13 @@ DEMO_CELL_TIMEOUT = 30.0  # the demo's infinite loop should not hold it up for t
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args, extra = parser().parse_known_args(argv)
+    if extra and args.command is not open_formgrader:  # only the formgrader passes options on (to jupyter lab)
+        parser().parse_args(argv)  # says what it does not know, and exits 2
+    args.jupyter_options = [option for option in extra if option != "--"]
     try:
         return args.command(args)
-    except (FileNotFoundError, ValueError, SandboxUnavailable) as problem:
+    except (FileNotFoundError, ValueError, SandboxUnavailable, ClassBusy) as problem:
         print(problem, file=sys.stderr)
         return 2
 
@@ -76,7 +82,7 @@ def parser() -> argparse.ArgumentParser:
         ("feedback", feedback, "write feedback HTML into feedback/ (nbgrader generate_feedback)"),
     ):
         sub = teaching.add_parser(name, help=what)
-        sub.add_argument("assignments", nargs="*", help="assignments (default: all)")
+        sub.add_argument("assignments", nargs="*", help="assignments (default: all, or all handed in)")
         sub.set_defaults(command=command)
         add_class_folder(sub)
         if name == "autograde":
@@ -89,6 +95,12 @@ def parser() -> argparse.ArgumentParser:
                 "--show-hidden-tests", action="store_true", help="show the code of hidden tests in the feedback"
             )
             sub.add_argument("--release", action="store_true", help="also put it in the exchange for students to fetch")
+            sub.add_argument(
+                "--canvas",
+                type=Path,
+                metavar="FOLDER",
+                help="also write <assignment>-feedback.zip here, for Canvas' Re-Upload Submissions",
+            )
     collect = teaching.add_parser("collect", help="collect submissions into submitted/ (nbgrader zip_collect)")
     collect.add_argument("assignment")
     collect.add_argument(
@@ -101,15 +113,26 @@ def parser() -> argparse.ArgumentParser:
     hand_out.add_argument("assignments", nargs="+")
     hand_out.set_defaults(command=hand_out_assignments)
     add_class_folder(hand_out)
-    grader = teaching.add_parser("formgrader", help="open nbgrader's formgrader on the class folder, in JupyterLab")
-    grader.add_argument("jupyter_options", nargs="*", help="passed to jupyter lab (after --)")
+    grader = teaching.add_parser(
+        "formgrader",
+        help="open nbgrader's formgrader on the class folder, in JupyterLab",
+        epilog="Other options are JupyterLab's own, passed on: --no-browser, --port 8899, ...",
+    )
     grader.set_defaults(command=open_formgrader)
     add_class_folder(grader)
     export = teaching.add_parser("export", help="export the grades to CSV (nbgrader export)")
     export.add_argument("--to", type=Path, help="CSV file to write (default: grades.csv in the class folder)")
     export.add_argument("--canvas", type=Path, help="write Canvas' gradebook import file here instead")
+    export.add_argument(
+        "assignments", nargs="*", help="assignments (default: those handed out: with a due date or a submission)"
+    )
     export.set_defaults(command=export_grades)
     add_class_folder(export)
+    stats = teaching.add_parser("stats", help="what the class got wrong: a short table, and a page in HTML")
+    stats.add_argument("assignments", nargs="*", help="assignments (default: those handed out)")
+    stats.add_argument("--to", type=Path, help="the page to write (default: stats.html in the class folder)")
+    stats.set_defaults(command=class_stats)
+    add_class_folder(stats)
     roster = teaching.add_parser("roster", help="import students into the gradebook (nbgrader db student import)")
     roster.add_argument(
         "files", nargs="+", type=Path, help="nbgrader's student CSV (id,first_name,last_name,email) or Canvas' export"
@@ -146,7 +169,8 @@ def add_limits(sub: argparse.ArgumentParser, cell_timeout: float = CELL_TIMEOUT)
         "--job-timeout",
         type=float,
         default=None,
-        help="seconds per (student, assignment) in all (default: a few times the notebook's normal graded run)",
+        help="processor seconds per (student, assignment) in all, and five times that in wall-clock seconds "
+        "(default: a few times the notebook's normal graded run)",
     )
     sub.add_argument("--memory-gib", type=float, default=MEMORY_LIMIT / 2**30, help="memory per kernel (GiB)")
 
@@ -270,6 +294,7 @@ def student_versions(args: argparse.Namespace) -> int:
 
 def hand_out_assignments(args: argparse.Namespace) -> int:
     class_folder = class_folder_of(args)
+    class_folder.require_known(args.assignments)
     for assignment in args.assignments:
         class_folder.hand_out(assignment)
         print(f"{assignment}: in the exchange; students fetch it in JupyterLab's Assignments tab (nbgrader fetch).")
@@ -279,13 +304,25 @@ def hand_out_assignments(args: argparse.Namespace) -> int:
 def collect_submissions(args: argparse.Namespace) -> int:
     if not args.sources:
         students = class_folder_of(args).collect_from_exchange(args.assignment)
+        if not students:
+            print(f"{args.assignment}: nothing collected: no student has submitted it through the exchange yet.")
+            return 1
         print(f"{args.assignment}: submissions of {len(students)} student(s) from the exchange: {', '.join(students)}")
         return 0
-    collected = class_folder_of(args).collect(args.assignment, [path.resolve() for path in args.sources], args.regexp)
-    students = collected.students
-    print(f"{args.assignment}: submissions of {len(students)} student(s) in submitted/: {', '.join(students)}")
+    sources = [path.resolve() for path in args.sources]
+    if missing := [str(path) for path in sources if not path.exists()]:
+        raise FileNotFoundError(f"No such download: {', '.join(missing)}")
+    collected = class_folder_of(args).collect(args.assignment, sources, args.regexp)
     for name, reason in collected.left_out.items():
         print(f"!! not collected: {name}: {reason}")
+    if not collected.new:
+        print(
+            f"{args.assignment}: nothing collected from this download"
+            + (": see above." if collected.left_out else ": it holds no file.")
+        )
+        return 1
+    students = collected.students
+    print(f"{args.assignment}: collected {', '.join(collected.new)}; {len(students)} student(s) in submitted/ now.")
     if collected.late:
         print(f"Marked late by the LMS (no submission time in the download): {', '.join(collected.late)}")
     return 0
@@ -293,6 +330,7 @@ def collect_submissions(args: argparse.Namespace) -> int:
 
 def autograde(args: argparse.Namespace) -> int:
     class_folder = class_folder_of(args)
+    class_folder.require_known(args.assignments)
     pairs = class_folder.submissions(args.assignments or None, args.student)
     if not pairs:
         print("No submissions to grade in submitted/.")
@@ -322,11 +360,9 @@ def graded_with_progress(class_folder: ClassFolder, pairs: list[tuple], chosen: 
 
     def progress(outcome: Outcome) -> None:
         finished.append(outcome)
-        earned = sum(notebook.points for notebook in outcome.notebooks)
-        possible = sum(notebook.max_points for notebook in outcome.notebooks)
         print(
             f"  [{len(finished)}/{len(pairs)}] {outcome.student} · {outcome.assignment}: "
-            f"{earned:g} / {possible:g}  ({time.monotonic() - start:.0f} s)",
+            f"{outcome.points:g} / {outcome.max_points:g}  ({time.monotonic() - start:.0f} s)",
             flush=True,
         )
 
@@ -335,12 +371,23 @@ def graded_with_progress(class_folder: ClassFolder, pairs: list[tuple], chosen: 
 
 def feedback(args: argparse.Namespace) -> int:
     class_folder = class_folder_of(args)
-    for assignment in args.assignments or class_folder.assignments():
+    class_folder.require_known(args.assignments)
+    for assignment in args.assignments or sorted({assignment for _, assignment in class_folder.submissions()}):
         for path in class_folder.generate_feedback(assignment, show_hidden_tests=args.show_hidden_tests):
             print(f"{path.parent.parent.name} · {assignment} was not graded; {path.name} says why.")
         if args.release:
             released = class_folder.release_feedback(assignment)
             print(f"{assignment}: feedback of {len(released)} student(s) in the exchange, for them to fetch.")
+        if args.canvas:
+            args.canvas.mkdir(parents=True, exist_ok=True)
+            bundle = args.canvas.resolve() / f"{assignment}-feedback.zip"
+            if students := class_folder.feedback_for_canvas(assignment, bundle):
+                print(
+                    f"{assignment}: feedback of {len(students)} Canvas student(s) in {bundle}: in Canvas, the "
+                    "assignment's Re-Upload Submissions takes it."
+                )
+            else:
+                print(f"{assignment}: no student of it was collected from a Canvas download: no bundle.")
     print(f"Feedback written to {class_folder.root / 'feedback'}/<student>/<assignment>/, each beside its report.txt.")
     return 0
 
@@ -356,17 +403,36 @@ def open_formgrader(args: argparse.Namespace) -> int:
 
 
 def export_grades(args: argparse.Namespace) -> int:
+    class_folder = class_folder_of(args)
     if args.canvas:
-        written = class_folder_of(args).export_canvas(args.canvas)
-        print(f"Canvas gradebook import file written to {written}: Grades → Import.")
+        columns = class_folder.export_canvas(args.canvas, args.assignments)
+        for assignment, column in columns.items():
+            into = "Canvas' own column" if column != assignment else "a new assignment in Canvas"
+            print(f"  {assignment} → {into} {column!r}")
+        print(f"Canvas gradebook import file written to {args.canvas.resolve()}: Grades → Import.")
         return 0
-    print(f"Grades written to {class_folder_of(args).export(args.to)}.")
+    print(f"Grades written to {class_folder.export(args.to, args.assignments)}.")
+    return 0
+
+
+def class_stats(args: argparse.Namespace) -> int:
+    class_folder = class_folder_of(args)
+    every = class_folder.stats(args.assignments)
+    if not every:
+        print("Nothing handed out yet: no assignment has a due date or a submission.")
+        return 1
+    print("\n\n".join(stats_table(stats) for stats in every))
+    path = (args.to or class_folder.root / "stats.html").resolve()
+    path.write_text(stats_page(class_folder.root.name, every), encoding="utf-8")
+    print(f"\nThe most common failures of every exercise, and the grades' distribution: {path}")
     return 0
 
 
 def import_roster(args: argparse.Namespace) -> int:
     imported = class_folder_of(args).import_roster([path.resolve() for path in args.files])
-    print(f"Imported {imported} student(s) into the gradebook.")
+    for row in imported.skipped:
+        print(f"!! not imported: {row}")
+    print(f"Imported {imported.students} student(s) into the gradebook.")
     return 0
 
 

@@ -45,6 +45,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
 
 from autograder.cells import grade_id, is_test, points
+from autograder.job_watch import WALL_FACTOR, Stopped, communicate_within
 from autograder.repository import this_python_first
 from autograder.verification.findings import (
     ExtraFile,
@@ -61,13 +62,14 @@ from autograder.verification.sandbox import Sandbox
 
 NO_END = "did not finish within"  # what the log says of an nbgrader run that had to be stopped
 START_UP_ALLOWANCE = 120.0  # seconds for nbgrader and its kernel to start, on top of the cells' limits
-# A job's time limit, unless the instructor sets one (--job-timeout): this many times its notebook's graded run as
-# benchmarks/grading_times.py measured it on an idle machine (normal_runs.json beside this file: 5 to 10 s), since
-# a machine shared by several workers runs each job a few times slower; at least the floor, and for an assignment
-# the file does not know, the fallback.
+# A job's limit in processor time, unless the instructor sets one (--job-timeout): this many times its notebook's
+# graded run as benchmarks/grading_times.py measured it on an idle machine (normal_runs.json beside this file: 5 to
+# 10 s), since PyTorch's threads may use more than one core; at least the floor, and for an assignment the file does
+# not know, the fallback. In wall-clock time it may take job_watch.WALL_FACTOR times as long.
 JOB_TIME_FACTOR = 10
 JOB_TIME_FLOOR = 60.0
 JOB_TIME_FALLBACK = 600.0
+CELL_SHARE = 0.25  # the share of a job's processor-time limit that one cell may use (JudgedExecute)
 NORMAL_RUNS = Path(__file__).with_name("normal_runs.json")
 PROGRESS = "running.json"  # in a job's scratch folder: the cell being run (JudgedExecute.progress_file)
 # Files nbgrader's exchange puts beside a submission: when it was submitted, and the secret that feedback is released
@@ -154,6 +156,16 @@ class Outcome:
     scratch: Path | None = None  # where nbgrader graded it; removed once merged
     seconds: dict[str, float] = field(default_factory=dict)  # time spent: nbgrader, then verification
     failure: str | None = None  # why the autograder could not grade it at all
+    late_penalty: float = 0.0  # points off for lateness, from the class gradebook
+
+    @property
+    def points(self) -> float:
+        """The tests' points, before any late penalty."""
+        return sum(notebook.points for notebook in self.notebooks)
+
+    @property
+    def max_points(self) -> float:
+        return sum(notebook.max_points for notebook in self.notebooks)
 
     @property
     def graded(self) -> bool:
@@ -241,12 +253,12 @@ def grade(job: Job) -> Outcome:
     outcome = Outcome(job.student, job.assignment, scratch=scratch)
     set_up_scratch(job, scratch, outcome)
     start = time.perf_counter()
-    log = run_nbgrader(job, scratch)
+    log, stopped = run_nbgrader(job, scratch)
     outcome.seconds["nbgrader"] = time.perf_counter() - start
-    if NO_END in log:  # stopped at the job's limit: what nbgrader had written of its autograde is not a grade
+    if stopped:  # stopped at the job's limit: what nbgrader had written of its autograde is not a grade
         shutil.rmtree(scratch / "autograded" / job.student / job.assignment, ignore_errors=True)
     for source_path in sorted((job.root / "source" / job.assignment).glob("*.ipynb")):
-        outcome.notebooks.append(grade_notebook(job, scratch, source_path, log))
+        outcome.notebooks.append(grade_notebook(job, scratch, source_path, log, stopped))
     outcome.seconds["verification"] = sum(notebook.verification_seconds for notebook in outcome.notebooks)
     outcome.seconds["nbgrader"] -= outcome.seconds["verification"]
     return outcome
@@ -286,9 +298,10 @@ def extra_file_notes(extra: list[Path], expected: set[str]) -> list[Finding]:
     ]
 
 
-def run_nbgrader(job: Job, scratch: Path) -> str:
+def run_nbgrader(job: Job, scratch: Path) -> tuple[str, Stopped | None]:
     """nbgrader's autograde of the one submission; its log (nbgrader goes on after a notebook fails). A run
-    that outlasts every cell's time limit together is stopped, its kernel with it."""
+    that uses more processor time than the job's limit, or outlasts every cell's time limit together, is stopped,
+    its kernel with it (job_watch.py says why processor time)."""
     command = [
         sys.executable,
         "-m",
@@ -300,6 +313,7 @@ def run_nbgrader(job: Job, scratch: Path) -> str:
         "--force",
         f"--ExecutePreprocessor.timeout={math.ceil(job.limits.cell_timeout)}",  # nbgrader takes whole seconds
         f"--JudgedExecute.progress_file={scratch / PROGRESS}",
+        f"--JudgedExecute.cell_processor_time={CELL_SHARE * job.limits.job_time_limit(job.assignment):g}",
     ]
     command += [f"--GradingSandbox.enabled={job.limits.sandbox}", f"--GradingSandbox.memory={job.limits.memory}"]
     process = subprocess.Popen(
@@ -310,28 +324,15 @@ def run_nbgrader(job: Job, scratch: Path) -> str:
         for path in (job.root / "source" / job.assignment).glob("*.ipynb")
         for cell in nbformat.read(path, as_version=4).cells
     )
-    deadline = min(START_UP_ALLOWANCE + code_cells * job.limits.cell_timeout, job.limits.job_time_limit(job.assignment))
-    try:
-        return process.communicate(timeout=deadline)[0]
-    except subprocess.TimeoutExpired:
-        stop_with_children(process)
-        return process.communicate()[0] + f"\nnbgrader {NO_END} {deadline:.0f} s and was stopped"
+    processor_limit = job.limits.job_time_limit(job.assignment)
+    wall_limit = min(START_UP_ALLOWANCE + code_cells * job.limits.cell_timeout, WALL_FACTOR * processor_limit)
+    log, stopped = communicate_within(process, processor_limit, wall_limit)
+    if stopped:
+        log += f"\nnbgrader {NO_END} {stopped.text} and was stopped"
+    return log, stopped
 
 
-def stop_with_children(process: subprocess.Popen) -> None:
-    """Kill a process and its children: a kernel runs in a session of its own, so its group is not enough."""
-    import psutil  # IPython's dependency, so present wherever nbgrader runs
-
-    try:
-        family = psutil.Process(process.pid).children(recursive=True) + [psutil.Process(process.pid)]
-    except psutil.NoSuchProcess:
-        return
-    for member in family:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            member.kill()
-
-
-def grade_notebook(job: Job, scratch: Path, source_path: Path, log: str) -> NotebookResult:
+def grade_notebook(job: Job, scratch: Path, source_path: Path, log: str, stopped: Stopped | None) -> NotebookResult:
     result = NotebookResult(source_path.name)
     source = nbformat.read(source_path, as_version=4)
     submitted_path = scratch / "submitted" / job.student / job.assignment / source_path.name
@@ -342,8 +343,8 @@ def grade_notebook(job: Job, scratch: Path, source_path: Path, log: str) -> Note
         result.notes.append(NotSubmitted(source_path.name))
     elif result.graded_by_nbgrader:
         unjudged = not verification_of(autograded_path, result)
-    elif NO_END in log:  # stopped at the job's time limit: running it again would take as long
-        result.notes.append(job_timed_out(scratch, source_path.stem, job.limits.job_time_limit(job.assignment)))
+    elif stopped:  # stopped at the job's time limit: running it again would take as long
+        result.notes.append(job_timed_out(scratch, source_path.stem, stopped))
     else:  # nbgrader gave up on it (its kernel died, or it is no notebook): the sealed run says what happened
         released = nbformat.read(job.root / "release" / job.assignment / source_path.name, as_version=4)
         sandbox = Sandbox(memory=job.limits.memory) if job.limits.sandbox else None
@@ -357,15 +358,15 @@ def grade_notebook(job: Job, scratch: Path, source_path: Path, log: str) -> Note
     return result
 
 
-def job_timed_out(scratch: Path, notebook: str, seconds: float) -> Finding:
+def job_timed_out(scratch: Path, notebook: str, stopped: Stopped) -> Finding:
     """What the report says of a notebook whose job was stopped at its time limit: the cell it was running."""
     try:
         running = json.loads((scratch / PROGRESS).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         running = {}
     if running.get("notebook") != notebook:  # it stopped in another notebook of the assignment, or before any cell
-        return JobTimedOut("", "", seconds)
-    return JobTimedOut(running["cell"], running["whose"], seconds)
+        return JobTimedOut("", "", stopped.seconds, stopped.processor_time)
+    return JobTimedOut(running["cell"], running["whose"], stopped.seconds, stopped.processor_time)
 
 
 def verification_of(autograded_path: Path, result: NotebookResult) -> bool:

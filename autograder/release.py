@@ -5,7 +5,8 @@ The rule: the release for assignment NN holds
 - the helper package, with the checks of notebooks 01 to NN and the reference modules of the notebooks before NN
   (``reference/nbMM_<assignment>.py`` for MM < NN), but never ``checks/stand_ins.py``, whose correct stand-ins
   are answers to import;
-- course.py and the files it installs from, and a short README for students.
+- course.py and the files it installs from, the students' Jupyter settings (nbgrader's instructor parts off), and
+  a short README for students.
 The checks' oracles that answer an exercise (marked ``@oracle``) come without their code, as the results they gave
 the released notebooks' visible checks (``recorded_oracles.py``).
 A reference block thus arrives only once the notebook that teaches it is due: build assignment NN's release once
@@ -25,6 +26,7 @@ from autograder.repository import NOTEBOOKS, REPO, assignments
 PACKAGE = REPO / "src" / "transformer_course"
 # What course.py needs to set up and open the course: itself and what it installs from.
 TOP_LEVEL_FILES = ("course.py", "requirements.txt", "pyproject.toml", "environment.yml")
+STUDENT_JUPYTER_CONFIG = "jupyter-student-config"  # what `lab` and the hub's students' environment start with
 NEVER_RELEASED = ("checks/stand_ins.py",)  # relative to the package
 NOTEBOOK_NUMBER = re.compile(r"nb(\d\d)")  # the start of a module's name that says which notebook it belongs to
 CACHES = ("__pycache__", "*.pyc", ".ipynb_checkpoints")
@@ -38,6 +40,7 @@ def build(out: Path, through: int) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     for name in TOP_LEVEL_FILES:
         shutil.copy2(REPO / name, out / name)
+    shutil.copytree(REPO / STUDENT_JUPYTER_CONFIG, out / STUDENT_JUPYTER_CONFIG)
     copy_package(out / "src" / "transformer_course", through)
     recorded_oracles.write(out / "src" / "transformer_course" / "checks", released)
     for assignment in released:
@@ -106,11 +109,17 @@ PyTorch); then it opens notebook 01 in JupyterLab. Run the same command each tim
 Complete each function where it says `raise NotImplementedError()`, then run the check cell below it: it prints
 `✔ ...` or says what is wrong. A check of a later exercise runs your earlier ones too, and says so when it fails:
 make the checks pass in order. Hand in your notebooks as your instructor asks; your instructor grades them, with
-tests of their own besides the checks you see.
+tests of their own besides the checks you see. **Keep each notebook's file name** when you save or hand it in
+(no "Copy of", no "(1)"): the grader finds your work by it.
 
 The notebooks of this release:
 
 {notebooks}
 
-Later notebooks come with later releases, each with the building blocks of the notebooks before it.
+## The next release
+
+Later notebooks come with later releases, each with the building blocks of the notebooks before it. A release
+holds blank copies of the earlier notebooks too, for students who start late: **unpack each new release into a
+new folder beside this one, never over it**, or its blank copies replace your work. Then copy your own earlier
+notebooks into the new folder's `notebooks/`, each into the folder of its name, and work there.
 """

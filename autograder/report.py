@@ -90,14 +90,15 @@ def outcome_report(outcome: Outcome, heading: bool = True) -> str:
 
 
 def class_summary(outcomes: list[Outcome]) -> str:
-    """One line per student and assignment: points, and whether it could be graded."""
-    width = max((len(outcome.student) for outcome in outcomes), default=7)
+    """One line per student and assignment: points after any late penalty (the grade exported), and whether it
+    could be graded."""
+    width = max([len("student")] + [len(outcome.student) for outcome in outcomes])
     lines = [f"{'student':<{width}}  {'assignment':<32} points"]
     for outcome in outcomes:
-        earned = sum(notebook.points for notebook in outcome.notebooks)
-        possible = sum(notebook.max_points for notebook in outcome.notebooks)
+        earned = max(0.0, outcome.points - outcome.late_penalty)
         remark = "" if outcome.graded else "  (COULD NOT BE GRADED: see its report)"
-        lines.append(
-            f"{outcome.student:<{width}}  {outcome.assignment:<32} {points(earned)} / {points(possible)}{remark}"
-        )
+        if outcome.late_penalty and outcome.graded:
+            remark = f"  ({points(outcome.points)} less the late penalty of {points(outcome.late_penalty)})"
+        score = f"{points(earned)} / {points(outcome.max_points)}"
+        lines.append(f"{outcome.student:<{width}}  {outcome.assignment:<32} {score}{remark}")
     return "\n".join(lines)

@@ -10,17 +10,18 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.class_folder import LEDGER, REPORTS, ClassFolder
+from autograder.class_folder import GRADING_LOCK, LEDGER, REPORTS, ClassFolder
+from autograder.grades import NOT_GRADED
 from autograder.grading import ShownFailure, failures_in
 from autograder.repository import NOTEBOOKS, REPO, SOLUTIONS
 from autograder.submissions import solution_code
 
 # What grading writes into a class folder; the rest stays as it was.
-WRITTEN_BY_GRADING = ("autograded", "feedback", "gradebook.db", "grades.csv", LEDGER, REPORTS)
+WRITTEN_BY_GRADING = ("autograded", "feedback", "gradebook.db", "grades.csv", LEDGER, REPORTS, NOT_GRADED, GRADING_LOCK)
 
 
 def grades(class_folder: ClassFolder) -> list[dict[str, str]]:
-    """The rows of nbgrader's exported grades CSV: one per student and assignment."""
+    """The rows of the exported grades CSV: one per student and assignment handed out."""
     with open(class_folder.export(), newline="", encoding="utf-8") as file:
         return list(csv.DictReader(file))
 

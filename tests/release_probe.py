@@ -168,12 +168,15 @@ def keyword_fillings(candidate: Callable, sites: dict[str, list[dict]]) -> list[
     called = [site for site in sites.get(candidate.__name__, ()) if set(names) <= set(site)]
     source = candidate.__init__ if inspect.isclass(candidate) else candidate
     values = [None, True, False, *constants(source)]
-    generic = [dict(zip(names, chosen, strict=True)) for chosen in itertools.product(values, repeat=len(names))]
+    # Lazily: a function with four keyword-only arguments and sixty constants has 60**4 fillings.
+    generic = (dict(zip(names, chosen, strict=True)) for chosen in itertools.product(values, repeat=len(names)))
     unique = []
-    for filling in [*({name: site[name] for name in names} for site in called), *generic]:
+    for filling in itertools.chain(({name: site[name] for name in names} for site in called), generic):
         if filling not in unique:
             unique.append(filling)
-    return unique[:MAX_FILLINGS]
+        if len(unique) == MAX_FILLINGS:
+            break
+    return unique
 
 
 def first_of_result(function: Callable) -> Callable:

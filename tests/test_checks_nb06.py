@@ -4,6 +4,8 @@ stubs.
 (Kept wrong answers are rejected: tests/test_wrong_answers.py.)
 """
 
+import functools
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -143,3 +145,132 @@ def test_the_wirings_the_diagnosis_tries_are_built_from_pieces_that_give_pytorch
         wired = nb06._wired(nb06._encoder_sublayers(twin, padding), (0, 1), x, norm_first)
         expected = twin(x, src_key_padding_mask=padding)
     torch.testing.assert_close(wired, expected, atol=1e-5, rtol=0)
+
+
+class EncoderWithItsLayersInASequential(nn.Module):
+    """nn.Sequential registers its layers as nn.ModuleList does; the loop hands each one the mask."""
+
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.Sequential(
+            *[reference.EncoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers)]
+        )
+        self.norm = reference.LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x if self.norm is None else self.norm(x)
+
+
+class EncoderWithTorchsLayerNormAtTheEnd(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            reference.EncoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers)
+        )
+        self.norm = nn.LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x, mask=mask)
+        return x if self.norm is None else self.norm(x)
+
+
+@pytest.mark.parametrize("encoder", [EncoderWithItsLayersInASequential, EncoderWithTorchsLayerNormAtTheEnd])
+def test_an_encoder_in_another_registered_container_or_with_torchs_final_norm_passes(encoder):
+    nb06.check_encoder(encoder)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_the_steps_the_diagnosis_tries_give_pytorchs_layer_when_they_are_the_right_ones(norm_first):
+    """A layer's steps, taken the way norm_first asks, give PyTorch's layer: a step of another kind that matches a
+    learner's output is the learner's."""
+    layer = nb06.built_and_perturbed(reference.EncoderLayer, 8, 2, 16, norm_first=norm_first, seed=0, call="layer")
+    twin = nb06.torch_encoder_layer(layer, 2, 16, norm_first)
+    x = torch.randn(2, 5, 8)
+    with torch.no_grad():
+        h = x
+        for _, norm, sublayer in nb06._encoder_sublayers(twin, None):
+            h = nb06._step("pre-LN" if norm_first else "post-LN", norm, sublayer, h)
+        torch.testing.assert_close(h, twin(x), atol=1e-5, rtol=0)
+
+
+class LayerNormWithVarMean(nn.Module):
+    """torch.var_mean unpacked in its own order, (variance, mean)."""
+
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gain, self.bias = nn.Parameter(torch.ones(d)), nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        variance, mean = torch.var_mean(x, dim=-1, correction=0, keepdim=True)
+        return (x - mean) / torch.sqrt(variance + self.eps) * self.gain + self.bias
+
+
+class LayerNormWithTorchsFunction(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gain, self.bias = nn.Parameter(torch.ones(d)), nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        return F.layer_norm(x, self.gain.shape, self.gain, self.bias, self.eps)
+
+
+class FeedForwardWithEinsumAndAnInPlaceReLU(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.activation = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        hidden = torch.einsum("...i,hi->...h", x, self.linear1.weight) + self.linear1.bias
+        return torch.einsum("...h,oh->...o", self.activation(hidden), self.linear2.weight) + self.linear2.bias
+
+
+class EncoderFoldingItsLayers(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList()
+        for _ in range(num_layers):
+            self.layers.append(
+                reference.EncoderLayer(d_model=d_model, num_heads=num_heads, d_ff=d_ff, norm_first=norm_first)
+            )
+        self.norm = reference.LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, mask=None):
+        x = functools.reduce(lambda h, layer: layer(h, mask=mask), self.layers, x)
+        return x if self.norm is None else self.norm(x)
+
+
+@pytest.mark.parametrize(
+    ("check", "correct"),
+    [
+        (nb06.check_layer_norm, LayerNormWithVarMean),
+        (nb06.check_layer_norm, LayerNormWithTorchsFunction),
+        (nb06.check_feed_forward, FeedForwardWithEinsumAndAnInPlaceReLU),
+        (nb06.check_encoder, EncoderFoldingItsLayers),
+    ],
+)
+def test_correct_answers_in_other_styles_pass_and_stay_differentiable(check, correct):
+    check(correct)
+
+
+def test_the_gradient_with_nothing_taken_as_a_constant_is_nn_layer_norms():
+    """The gradients a detached mean or variance would give are computed by a function that, with nothing detached,
+    gives nn.LayerNorm's gradient: a correct layer norm never matches one of the detached ones by accident."""
+    norm = nb06.built_and_perturbed(reference.LayerNorm, 4, seed=0, call="LayerNorm(4)").double()
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    upstream = torch.randn(3, 4, dtype=torch.float64)
+    twin = nn.LayerNorm(4).double()
+    with torch.no_grad():
+        twin.weight.copy_(norm.gain)
+        twin.bias.copy_(norm.bias)
+    (expected,) = torch.autograd.grad(twin(x), x, upstream)
+    computed = nb06._gradient_with_constants(norm, x, upstream, detach_mean=False, detach_variance=False)
+    torch.testing.assert_close(computed, expected)
+    for detach_mean, detach_variance in ((True, True), (True, False), (False, True)):
+        detached = nb06._gradient_with_constants(norm, x, upstream, detach_mean, detach_variance)
+        assert not torch.allclose(detached, expected)

@@ -39,6 +39,14 @@ def loss_with_the_vocabulary_on_dim_1(logits, target, pad_id, smoothing=0.0):
     return F.cross_entropy(logits.transpose(1, 2), target, ignore_index=pad_id, label_smoothing=smoothing)
 
 
+def loss_in_double_precision(logits, target, pad_id, smoothing=0.0):
+    """Nothing in the exercise asks for float32: a loss computed and returned in float64 is as good."""
+    log_p = torch.log_softmax(logits.double(), dim=-1)
+    right = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    per_position = (1 - smoothing) * right + smoothing * -log_p.mean(dim=-1)
+    return per_position[target != pad_id].mean()
+
+
 def schedule_as_a_tensor(step, peak, warmup_steps):
     return torch.tensor(peak * min(step * warmup_steps**-1.5, step**-0.5) * warmup_steps**0.5)
 
@@ -142,6 +150,34 @@ def beam_search_with_sorted_candidates(model, src, beam_size, max_len, alpha=0.6
     return words[1:]
 
 
+@torch.no_grad()
+def beam_search_with_a_full_beam_from_the_start(model, src, beam_size, max_len, alpha=0.6):
+    """Starts from beam_size copies of BOS, all but one scored -inf, so that every step decodes a full beam (up to
+    beam_size rows, as many as a beam holds), and keeps the hypotheses as tensors."""
+    src = src[None]
+    mask = source_mask(src, PAD)
+    memory = model.encode(src, mask)
+    words = torch.full((beam_size, 1), BOS)  # (hypotheses, n)
+    scores = torch.full((beam_size,), -math.inf)
+    scores[0] = 0.0
+    finished = []
+    for _ in range(max_len):
+        logits = model.decode(words, memory.expand(len(words), -1, -1), target_mask(words, PAD), mask)
+        totals = scores[:, None] + logits[:, -1].log_softmax(dim=-1)  # (hypotheses, vocab)
+        top = totals.flatten().topk(len(words))
+        rows, new_words = top.indices // totals.shape[1], top.indices % totals.shape[1]
+        words = torch.cat([words[rows], new_words[:, None]], dim=1)
+        done = new_words == EOS
+        finished += [
+            (row[1:].tolist(), score) for row, score in zip(words[done], top.values[done].tolist(), strict=True)
+        ]
+        words, scores = words[~done], top.values[~done]
+        if not len(words):
+            break
+    candidates = finished + [(row[1:].tolist(), score) for row, score in zip(words, scores.tolist(), strict=True)]
+    return max(candidates, key=lambda c: c[1] / len(c[0]) ** alpha)[0]
+
+
 @pytest.mark.parametrize(
     ("check", "answer"),
     [
@@ -149,12 +185,14 @@ def beam_search_with_sorted_candidates(model, src, beam_size, max_len, alpha=0.6
         (nb08.check_sequence_loss, loss_by_pytorch),
         (nb08.check_sequence_loss, loss_with_the_smoothed_target_written_out),
         (nb08.check_sequence_loss, loss_with_the_vocabulary_on_dim_1),
+        (nb08.check_sequence_loss, loss_in_double_precision),
         (nb08.check_learning_rate, schedule_as_a_tensor),
         (nb08.check_greedy_decode, greedy_one_sentence_at_a_time),
         (nb08.check_greedy_decode, greedy_into_a_preallocated_output),
         (nb08.check_beam_search, beam_search_one_hypothesis_at_a_time),
         (nb08.check_beam_search, beam_search_with_probabilities_kept_whole),
         (nb08.check_beam_search, beam_search_with_sorted_candidates),
+        (nb08.check_beam_search, beam_search_with_a_full_beam_from_the_start),
     ],
 )
 @pytest.mark.parametrize("seed", [0, 1])
@@ -192,3 +230,53 @@ def test_the_scripted_beam_models_logits_are_not_log_probabilities():
     logits = model.decode(words, torch.full((2, 3, 1), 4.0), target_mask(words, PAD), None)
     totals = logits.logsumexp(dim=-1)  # (2, 3): 0 everywhere for log-probabilities
     assert totals.flatten().unique().numel() > 3
+
+
+def loss_by_nll_of_log_softmax(logits, target, pad_id, smoothing=0.0):
+    """Without smoothing, F.nll_loss on log-probabilities with the vocabulary moved to dim 1 by permute."""
+    log_p = logits.log_softmax(dim=-1).permute(0, 2, 1)  # (batch, vocab, n_tgt)
+    hard = F.nll_loss(log_p, target, ignore_index=pad_id)
+    uniform = -log_p.mean(dim=1)[target != pad_id].mean()
+    return (1 - smoothing) * hard + smoothing * uniform
+
+
+def test_a_loss_with_the_vocabulary_moved_by_permute_is_accepted():
+    nb08.check_sequence_loss(loss_by_nll_of_log_softmax)
+    nb08.check_sequence_loss(loss_by_nll_of_log_softmax, seed=1)
+
+
+def test_a_loss_that_mixes_positions_is_told_so_even_when_its_formula_is_not_a_named_mistake():
+    def mixed(logits, target, pad_id, smoothing=0.0):  # normalised over the positions, and summed, not averaged
+        log_p = logits.log_softmax(dim=1)
+        right = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+        return ((1 - smoothing) * right + smoothing * -log_p.mean(dim=-1))[target != pad_id].sum()
+
+    with pytest.raises(CheckFailed, match="your loss mixes positions"):
+        nb08.check_sequence_loss(mixed)
+
+
+def test_an_unexplained_crash_of_greedy_decoding_is_shown_as_raised():
+    def crashing(model, src, max_len):
+        raise ValueError("something else")
+
+    with pytest.raises(CheckFailed, match=r"raised ValueError: something else$"):
+        nb08.check_greedy_decode(crashing)
+
+
+def test_a_beam_search_that_drops_the_last_word_of_a_hypothesis_it_extended_is_told_so():
+    """Not the best hypothesis without its EOS: the general message, which names the prefix the search decoded."""
+    model = nb08._TableModel(*nb08._GREEDY_TRAP)
+    with torch.no_grad():
+        beam_search_one_hypothesis_at_a_time(model, torch.tensor([4, 5, 6]), 2, 4, 0.0)
+    with pytest.raises(CheckFailed, match=r"although your search extended it: model.decode got BOS followed by \[4\]"):
+        nb08._explain_early_stop(
+            beam_search_one_hypothesis_at_a_time, model, [4], "beam_search(...)", max_len=4, alpha=0.0
+        )
+
+
+def test_a_beam_that_never_held_the_best_hypothesis_is_not_told_its_choice_was_wrong():
+    """Greedy decoding never decodes BOS 5 6, the prefix of the best hypothesis of the greedy trap."""
+    model = nb08._TableModel(*nb08._GREEDY_TRAP)
+    with torch.no_grad():
+        beam_search_one_hypothesis_at_a_time(model, torch.tensor([4, 5, 6]), 1, 4, 0.0)
+    assert not nb08._kept_by_a_beam(model, [5, 6, EOS], beam_size=2)

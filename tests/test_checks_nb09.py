@@ -229,3 +229,105 @@ def test_the_mistakes_the_checks_name_are_what_they_say():
     assert nb09.bpe_encoded("aaaaa", merges, order="longest match") == [257, 256]  # aaa | aa
     assert nb09.bpe_encoded("ba🙂", merges, order="longest match") == list("ba🙂".encode())
     assert b"\xe2\x82".decode(errors="replace") == "\ufffd"  # one for the cut-short '€', not two
+    # As text, "11 2" and "1 21" hold "1 2".
+    assert nb09._merged([11, 2, 1, 21, 1, 2], (1, 2), new_id=9, scanned_from="text") == [19, 91, 9]
+    assert nb09._merged([12, 1, 2], (1, 2), new_id=9, scanned_from="text") == [12, 9]  # digits apart: no harm
+    assert nb09.bpe_encoded("aaaaa", merges, order="restarting") == [97] * 5  # (256, 97) is not in the bytes
+    assert nb09.bpe_encoded("aaab", [(97, 97), (98, 99), (256, 97)], order="stopping at an absent pair") == [
+        256,
+        97,
+        98,
+    ]
+
+
+def test_a_count_mistake_is_named_only_where_one_mistake_explains_it():
+    """With [a, a, a], leaving out the first pair, the last pair, or an overlapping occurrence give the same dict:
+    the check names the mistake on a case that tells them apart."""
+
+    def count_pairs_from_position_1(ids):
+        return collections.Counter(zip(ids[1:], ids[2:], strict=False))
+
+    with pytest.raises(CheckFailed, match=r"the first pair \(300, 7\), at position 0, was not counted"):
+        nb09.check_count_pairs(count_pairs_from_position_1)
+    with pytest.raises(CheckFailed, match=r"the only pair \(7, 300\) is missing"):
+        nb09._diagnose_counts({}, {(7, 300): 1}, [7, 300], "count_pairs([7, 300])")
+
+
+def test_a_crash_while_building_the_table_is_not_blamed_on_the_ids():
+    def decode_reading_merges_one_level_deep(ids, merges):
+        table = {i: bytes([i]) for i in range(256)}
+        for i, pair in enumerate(merges):
+            table[256 + i] = bytes(pair)
+        return b"".join(table[i] for i in ids).decode(errors="replace")
+
+    with pytest.raises(CheckFailed, match="With no ids to read, the crash came from the merges") as failure:
+        nb09.check_decode(decode_reading_merges_one_level_deep)
+    assert "merges[i]'s two ids" in str(failure.value)
+
+
+def test_a_mistake_is_named_only_where_it_explains_every_case():
+    """A known mistake that gives the learner's result on one case, but not on the others, is not named: encoding
+    with a loop that returns after merge 0 once matched "only the merges present in the bytes" on one case."""
+
+    def encode_with_only_merge_0(text, merges):
+        ids = list(text.encode())
+        return merge_with_a_flag(ids, merges[0], 256) if merges else ids
+
+    with pytest.raises(CheckFailed, match="only the first merge was applied") as failure:
+        nb09.check_encode(encode_with_only_merge_0)
+    assert "before any merge" not in str(failure.value)
+
+    def encode_retraining_on_the_text(text, merges):  # no known mistake: the message says only what it sees
+        ids = list(text.encode())
+        for i, pair in enumerate(nb09.bpe_merges(text, len(merges), units="bytes")):
+            ids = merge_with_a_flag(ids, pair, 256 + i)
+        return ids
+
+    with pytest.raises(CheckFailed, match="your ids do not spell the text's UTF-8 bytes") as failure:
+        nb09.check_encode(encode_retraining_on_the_text)
+    assert not any(message in str(failure.value) for message in nb09.ORDER_MISTAKES.values())
+
+
+def test_the_order_of_the_pairs_is_checked_only_once_every_count_is_right():
+    """Reversed pairs give the expected dict on [b, a, a, b], in another order: the earlier [a, b] shows the
+    mistake itself."""
+
+    def count_reversed_pairs(ids):
+        return collections.Counter(zip(ids[1:], ids, strict=False))
+
+    with pytest.raises(CheckFailed, match="every pair is reversed") as failure:
+        nb09.check_count_pairs(count_reversed_pairs)
+    assert "order of their first occurrence" not in str(failure.value)
+
+
+def test_a_merge_that_replaces_too_much_is_called_overlapping_only_when_it_is():
+    assert nb09._merged([5, 5, 5], (5, 5), new_id=9, matching="overlapping") == [9, 9]
+    assert nb09._merged([5, 5, 5, 5], (5, 5), new_id=9, matching="overlapping") == [9, 9, 9]
+    assert nb09._merged([7, 42, 300], (7, 300), new_id=9, matching="first id") == [9, 300]
+    with pytest.raises(CheckFailed, match="ids that are not such an occurrence were replaced") as failure:
+        nb09._diagnose_merge([9, 300], [7, 42, 300], [7, 42, 300], (7, 300), 9, "merge([7, 42, 300], (7, 300), 9)")
+    assert "overlapping" not in str(failure.value)
+
+
+def test_the_variants_encode_as_their_names_say():
+    merges = [(97, 97), (256, 97), (97, 32)]  # "aa", "aaa", "a "
+    assert nb09.bpe_encoded_by_prefix("aaa a", merges) == [
+        [97, 97, 97, 32, 97],
+        [256, 97, 32, 97],
+        [257, 32, 97],
+        [257, 32, 97],
+    ]
+    assert nb09.bpe_encoded("a aa", merges, order="word by word") == [97, 32, 256]
+    assert nb09.bpe_encoded("a aa", merges, order="learned") == [258, 256]
+    assert nb09.bpe_encoded("aab", [(97, 97), (97, 98)], order="highest rank first") == [97, 257]
+
+
+def test_a_train_bpe_that_keeps_its_merges_between_calls_is_named():
+    learned = []  # a global list, filled by every call
+
+    def train_bpe_with_a_global_list(text, num_merges):
+        learned.extend(train_bpe_with_a_dict_of_merges(text, num_merges))
+        return learned
+
+    with pytest.raises(CheckFailed, match="keeps merges from earlier calls"):
+        nb09.check_train_bpe(train_bpe_with_a_global_list)

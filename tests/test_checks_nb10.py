@@ -199,6 +199,56 @@ def test_without_stand_ins_the_gpt_check_names_the_learners_own_block(monkeypatc
         nb10.check_gpt(namespace["GPT"])
 
 
+GPT_TIED_THE_OTHER_WAY_AFTER_INITIALISING = """
+class GPT(nn.Module):
+    def __init__(self, vocab_size, block_size, d_model, num_heads, num_layers):
+        super().__init__()
+        self.block_size = block_size
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        self.position_embedding = nn.Embedding(block_size, d_model)
+        nn.init.normal_(self.token_embedding.weight, std=0.02)
+        nn.init.normal_(self.position_embedding.weight, std=0.02)
+        self.blocks = nn.ModuleList(GPTBlock(d_model, num_heads) for _ in range(num_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.token_embedding.weight = self.lm_head.weight
+
+    def forward(self, ids):
+        if ids.shape[1] > self.block_size:
+            raise ValueError("longer than block_size")
+        x = self.token_embedding(ids) + self.position_embedding(torch.arange(ids.shape[1]))
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+"""
+
+
+def test_without_stand_ins_a_failing_gpt_is_sent_back_to_its_block_only_when_the_block_fails(monkeypatch):
+    """At home the learner's own GPTBlock is used: the failure adds that it may be the cause only when the block
+    fails its own check."""
+    monkeypatch.setattr(checks, "stand_ins", None)  # as in a student release
+    namespace = solved_namespace(ASSIGNMENT)
+    exec(GPT_TIED_THE_OTHER_WAY_AFTER_INITIALISING, namespace)
+    with pytest.raises(CheckFailed, match="nn.Linear's default initialisation") as failure:
+        nb10.check_gpt(namespace["GPT"])
+    assert "your own GPTBlock" not in str(failure.value)
+    namespace["GPTBlock"] = namespace["GPT"]  # not a block: its check fails
+    with pytest.raises(CheckFailed, match="This check used your own GPTBlock"):
+        nb10.check_gpt(namespace["GPT"])
+
+
+def test_without_stand_ins_generate_is_sent_back_to_next_token_probabilities_only_when_that_fails(monkeypatch):
+    monkeypatch.setattr(checks, "stand_ins", None)  # as in a student release
+    namespace = solved_namespace(ASSIGNMENT)
+    exec("def generate(model, prompt_ids, max_new_tokens, **options):\n    return prompt_ids", namespace)
+    with pytest.raises(CheckFailed, match="generate returned only|wrong shape") as failure:
+        nb10.check_generate(namespace["generate"])
+    assert "your own next_token_probabilities" not in str(failure.value)
+    namespace["next_token_probabilities"] = raise_not_implemented
+    with pytest.raises(CheckFailed, match="This check used your own next_token_probabilities"):
+        nb10.check_generate(namespace["generate"])
+
+
 @pytest.mark.parametrize(
     ("check", "stub"),
     [
@@ -401,3 +451,58 @@ def test_the_oracle_keeps_the_smallest_set_that_reaches_top_p():
         [True, True, False, False, False]
     ]
     assert nb10._top_p_set(exact.softmax(dim=-1).double(), 0.75).tolist() == [[True, True, False, False, False]]
+
+
+def test_a_mask_row_that_allows_no_key_is_named_even_with_the_diagonal_kept():
+    """Only the diagonal's absence earns the hint about tril(diagonal=-1); any other empty row is named as such."""
+
+    class BlockWithAnEmptyFirstRow(BlockWithCourseNormsAndANamedMLP):
+        def forward(self, x):
+            seq = x.shape[1]
+            causal = torch.ones(seq, seq, dtype=torch.bool).tril()
+            causal[0] = False  # position 0 may attend to nothing
+            x = x + self.attention(self.ln_1(x), mask=causal)[0]
+            return x + self.mlp(self.ln_2(x))
+
+    with pytest.raises(CheckFailed, match="row 0 of the mask given to self.attention is all False") as failure:
+        nb10.check_gptblock(BlockWithAnEmptyFirstRow)
+    assert "tril(diagonal=-1)" not in str(failure.value)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_flat_logits_are_not_taken_for_a_softmax_of_probabilities(seed):
+    """A softmax of a uniform distribution is uniform: on the check's flat logits (one row exactly flat, one nearly)
+    a right answer is close to that wrong one, and must pass."""
+    from transformer_course.reference.nb10_gpt import next_token_probabilities
+
+    flat = nb10._flat_logits(seed)
+    for temperature in (0.7, 1.0):
+        probs = next_token_probabilities(flat, temperature)
+        nb10._expect_distribution(probs, flat, temperature, None, None, "next_token_probabilities")
+
+
+def test_a_block_that_fails_to_build_for_another_reason_is_not_told_its_sizes_are_swapped():
+    class BlockThatCannotBuild(BlockWithCourseNormsAndANamedMLP):
+        def __init__(self, d_model, num_heads):
+            super().__init__(d_model, num_heads)
+            raise AssertionError("something else")
+
+    with pytest.raises(CheckFailed, match="raised AssertionError: something else") as failure:
+        nb10.check_gptblock(BlockThatCannotBuild)
+    assert "the other way round" not in str(failure.value)
+
+
+def test_logits_changed_in_place_are_not_told_about_a_per_row_value():
+    """A function that changes its logits in place is right row by row too: only a raised error earns that hint."""
+
+    def next_token_probabilities(logits, temperature=1.0, top_k=None, top_p=None):
+        if temperature == 0:
+            return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).to(logits.dtype)
+        logits /= temperature
+        if top_k is not None:
+            logits[logits < logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]] = float("-inf")
+        return logits.softmax(dim=-1)
+
+    with pytest.raises(CheckFailed, match="changed its input logits in place") as failure:
+        nb10.check_next_token_probabilities(next_token_probabilities)
+    assert "Given one row at a time" not in str(failure.value)

@@ -135,6 +135,25 @@ def generate_with_the_prompt_first(
     return torch.cat(tokens, dim=1)
 
 
+def generate_with_the_temperature_applied_first(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    """The logits divided by the temperature before next_token_probabilities, which then gets 1.0 and the filters by
+    name; greedy decoding by argmax: other arguments than generate_cached's, the same tokens."""
+    caches = [stand_ins.KVCache() for _ in model.blocks]
+    ids = newest = prompt_ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = stand_ins.cached_logits(model, newest, caches)[:, -1]
+            if temperature == 0:
+                newest = logits.argmax(dim=-1, keepdim=True)
+            else:
+                probabilities = stand_ins.next_token_probabilities(logits / temperature, 1.0, top_p=top_p, top_k=top_k)
+                newest = torch.multinomial(probabilities, 1, generator=generator)
+            ids = torch.cat([ids, newest], dim=1)
+    return ids
+
+
 def blockwise_by_einsum_and_where(q, k, v, mask=None, is_causal=False, block_size=64):
     """torch.where for the masks, the maximum detached (it cancels out), sums kept without the singleton axis."""
     n_q = q.shape[-2]
@@ -187,6 +206,28 @@ def blockwise_over_query_blocks_too(q, k, v, mask=None, is_causal=False, block_s
     return torch.cat(outputs, dim=-2)
 
 
+def blockwise_with_the_keys_transposed_once(q, k, v, mask=None, is_causal=False, block_size=64):
+    """kᵀ made contiguous once, (..., d_k, n_k), its columns sliced per block: a copy of an input, no scores."""
+    keys_t = k.transpose(-2, -1).contiguous()
+    n_q = q.shape[-2]
+    m = torch.full((*q.shape[:-1], 1), -math.inf)
+    total = torch.zeros(*q.shape[:-1], 1)
+    out = torch.zeros(*q.shape[:-1], v.shape[-1])
+    for start in range(0, k.shape[-2], block_size):
+        end = min(start + block_size, k.shape[-2])
+        s = q @ keys_t[..., start:end] / math.sqrt(q.shape[-1])
+        if mask is not None:
+            s = s.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            s = s.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
+        safe = m_new.masked_fill(m_new == -math.inf, 0.0)
+        p = (s - safe).exp()
+        scale = (m - safe).exp()
+        total, out, m = total * scale + p.sum(-1, keepdim=True), out * scale + p @ v[..., start:end, :], m_new
+    return out / total.masked_fill(total == 0, 1.0)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize(
     ("check", "answer"),
@@ -197,8 +238,10 @@ def blockwise_over_query_blocks_too(q, k, v, mask=None, is_causal=False, block_s
         (nb11.check_cached_block_forward, block_reading_the_length_after_appending),
         (nb11.check_cached_logits, logits_by_indexing_the_table),
         (nb11.check_generate_cached, generate_with_the_prompt_first),
+        (nb11.check_generate_cached, generate_with_the_temperature_applied_first),
         (nb11.check_blockwise_attention, blockwise_by_einsum_and_where),
         (nb11.check_blockwise_attention, blockwise_over_query_blocks_too),
+        (nb11.check_blockwise_attention, blockwise_with_the_keys_transposed_once),
     ],
 )
 def test_checks_accept_correct_answers_written_differently(check, answer, seed):
@@ -219,13 +262,38 @@ def test_a_correct_later_exercise_gets_its_points_while_the_earlier_ones_are_stu
     assert namespace["KVCache"] is StubModule  # the notebook's own names are put back
 
 
-def test_without_stand_ins_the_generation_check_names_the_learners_own_cache(monkeypatch):
+def test_without_stand_ins_the_generation_check_names_the_learners_own_part_that_fails_its_check(monkeypatch):
     monkeypatch.setattr(checks, "stand_ins", None)  # as in a student release
     namespace = solved_namespace(ASSIGNMENT)
     nb11.check_generate_cached(namespace["generate_cached"])  # the learner's correct parts: full marks
     namespace["cached_logits"] = raise_not_implemented
-    with pytest.raises(CheckFailed, match="This check used your own KVCache"):
+    with pytest.raises(CheckFailed, match="This check used your own cached_logits from earlier") as failure:
         nb11.check_generate_cached(namespace["generate_cached"])
+    assert "KVCache" not in str(failure.value)  # the learner's, which passes its own check
+    assert "next_token_probabilities" not in str(failure.value)  # the reference's, which the notebook imports
+
+
+def test_without_stand_ins_a_cache_shared_by_the_blocks_is_named(monkeypatch):
+    monkeypatch.setattr(checks, "stand_ins", None)  # as in a student release: the learner's own KVCache is counted
+    namespace = solved_namespace(ASSIGNMENT)
+    exec(
+        "def generate_cached(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, "
+        "generator=None):\n"
+        "    caches = [KVCache()] * len(model.blocks)\n"
+        "    ids = newest = prompt_ids\n"
+        "    with torch.no_grad():\n"
+        "        for _ in range(max_new_tokens):\n"
+        "            logits = cached_logits(model, newest, caches)[:, -1]\n"
+        "            probabilities = next_token_probabilities(logits, temperature, top_k, top_p)\n"
+        "            newest = torch.multinomial(probabilities, 1, generator=generator)\n"
+        "            ids = torch.cat([ids, newest], dim=1)\n"
+        "    return ids\n",
+        namespace,
+    )
+    own = namespace["KVCache"]
+    with pytest.raises(CheckFailed, match="repeats one and the same cache"):
+        nb11.check_generate_cached(namespace["generate_cached"])
+    assert namespace["KVCache"] is own  # the counting stand-in for the name is taken back
 
 
 @pytest.mark.parametrize(
@@ -338,3 +406,53 @@ def test_the_block_variants_with_nothing_changed_compute_the_block():
     visible = torch.ones(4, 7, dtype=torch.bool).tril(3)
     with torch.no_grad():
         assert torch.allclose(nb11._attention_of_new(block, x, 3, 7, visible=visible), block(x)[:, 3:7], atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"temperature": 0.8, "top_k": None, "top_p": None},
+        {"temperature": 1.0, "top_k": 5, "top_p": None},
+        {"temperature": 1.0, "top_k": None, "top_p": 0.8},
+        {"temperature": 0.7, "top_k": 9, "top_p": 0.6},
+    ],
+)
+def test_the_draws_oracle_gives_notebook_10s_distribution(options):
+    """The generation check replays notebook 10's draws from its own closed form: equal to the reference's
+    distribution, so that a correct answer gets the same tokens from the same generator."""
+    logits = 3 * torch.randn(64, nb11.VOCAB, generator=torch.Generator().manual_seed(0))
+    ours = nb11._next_token_distribution(logits, **options)
+    reference = stand_ins.next_token_probabilities(logits, options["temperature"], options["top_k"], options["top_p"])
+    assert torch.allclose(ours, reference, atol=1e-7)
+    assert torch.equal(ours > 0, reference > 0)
+
+
+def test_the_block_check_tells_d_head_from_its_square_root_and_from_the_square_root_of_d_model():
+    """Dividing the scores by d_head, √d_head or √d_model gives three different results only if the check's sizes
+    keep them apart: with d_head = √d_model, one mistake would be named as the other."""
+    d_head = nb11.D_MODEL // nb11.HEADS
+    assert len({d_head, math.sqrt(d_head), math.sqrt(nb11.D_MODEL)}) == 3
+
+
+def test_a_generation_that_crashes_after_the_prompt_for_another_reason_is_not_told_about_the_axis():
+    """The newest token given with its axis, the temperature divided without a branch for 0: multinomial refuses
+    the nan probabilities right after the prompt. Nothing about the newest token's axis is true here."""
+    namespace = solved_namespace(ASSIGNMENT)
+    exec(
+        "def generate_cached(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, "
+        "generator=None):\n"
+        "    caches = [KVCache() for _ in model.blocks]\n"
+        "    ids = newest = prompt_ids\n"
+        "    with torch.no_grad():\n"
+        "        for _ in range(max_new_tokens):\n"
+        "            logits = cached_logits(model, newest, caches)[:, -1] / temperature\n"
+        "            probabilities = next_token_probabilities(logits, 1.0, top_k, top_p)\n"
+        "            newest = torch.multinomial(probabilities, 1, generator=generator)\n"
+        "            ids = torch.cat([ids, newest], dim=1)\n"
+        "    return ids\n",
+        namespace,
+    )
+    with pytest.raises(CheckFailed, match="raised RuntimeError") as failure:
+        nb11.check_generate_cached(namespace["generate_cached"])
+    assert "axis" not in str(failure.value)
+    assert "next_token_probabilities's order" not in str(failure.value)

@@ -55,6 +55,25 @@ class RMSNormByTheNorm(nn.Module):
         return self.weight * (x / rms)
 
 
+class RMSNormWithEpsAsABuffer(nn.Module):
+    """eps kept as a tensor buffer, which a state_dict holds but Llama's norm has not."""
+
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.register_buffer("eps", torch.tensor(eps))
+
+    def forward(self, x):
+        return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+
+class RMSNormFromPyTorch(nn.RMSNorm):
+    """PyTorch's own RMSNorm: its gain is already called weight and starts at ones."""
+
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__(d_model, eps=eps)
+
+
 def rope_by_rotate_half(x, positions, base=10000.0):
     """transformers' way: cos and sin repeated over both halves, and the halves swapped with a sign."""
     d = x.shape[-1]
@@ -113,6 +132,11 @@ def gqa_by_expand_and_reshape(q, k, v, mask=None):
     return scores.softmax(dim=-1) @ v
 
 
+@torch.no_grad()  # attention has no weights of its own; the check does not ask for gradients here
+def gqa_by_enable_gqa_without_gradients(q, k, v, mask=None):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+
+
 def gqa_by_grouped_einsum(q, k, v, mask=None):
     """The query heads viewed as (kv_heads, groups), so that no key is copied."""
     b, heads, s, d = q.shape
@@ -156,12 +180,15 @@ class BlockWithUnflattenAndAnIndexMask(nn.Module):
     ("check", "answer"),
     [
         (nb12.check_rmsnorm, RMSNormByTheNorm),
+        (nb12.check_rmsnorm, RMSNormWithEpsAsABuffer),
+        (nb12.check_rmsnorm, RMSNormFromPyTorch),
         (nb12.check_apply_rope, rope_by_rotate_half),
         (nb12.check_apply_rope, rope_with_a_rotation_matrix),
         (nb12.check_apply_rope, rope_by_complex_numbers),
         (nb12.check_swi_glu, SwiGLUWithSigmoid),
         (nb12.check_grouped_query_attention, gqa_by_expand_and_reshape),
         (nb12.check_grouped_query_attention, gqa_by_grouped_einsum),
+        (nb12.check_grouped_query_attention, gqa_by_enable_gqa_without_gradients),
         (nb12.check_modern_block, BlockWithUnflattenAndAnIndexMask),
     ],
 )
@@ -185,8 +212,15 @@ def test_without_stand_ins_the_block_check_names_the_learners_own_parts(monkeypa
     namespace = solved_namespace(ASSIGNMENT)
     nb12.check_modern_block(namespace["ModernBlock"])  # the learner's correct parts: full marks
     namespace["apply_rope"] = raise_not_implemented
-    with pytest.raises(CheckFailed, match="This check used your own RMSNorm, SwiGLU, apply_rope"):
+    with pytest.raises(CheckFailed, match="This check used your own apply_rope from earlier in the notebook"):
         nb12.check_modern_block(namespace["ModernBlock"])
+
+
+def test_without_stand_ins_a_norm_that_keeps_eps_as_a_buffer_passes_in_the_block(monkeypatch):
+    monkeypatch.setattr(checks, "stand_ins", None)  # as in a student release: the block holds the learner's norm
+    namespace = solved_namespace(ASSIGNMENT)
+    namespace["RMSNorm"] = RMSNormWithEpsAsABuffer
+    nb12.check_modern_block(namespace["ModernBlock"])
 
 
 @pytest.mark.parametrize(
@@ -287,3 +321,43 @@ def test_a_head_merge_without_transpose_is_not_called_a_missing_causal_mask():
     with pytest.raises(CheckFailed, match="merges the heads back with a reshape") as failure:
         nb12.check_modern_block(MergedByReshape)
     assert "later ones" not in str(failure.value)
+
+
+def test_the_new_block_variants_each_change_the_outputs():
+    """What v_proj reads and what each residual starts from: each variant computes something else than the block."""
+    block = stand_ins_block()
+    x = torch.randn(1, 5, 16)
+    sizes = {"heads": 4, "kv_heads": 2, "base": 10000.0}
+    changes = ({"values_read": "x"}, {"attention_added_to": "u"}, {"mlp_added_to": "normed"})
+    with torch.no_grad():
+        for change in changes:
+            assert not torch.allclose(nb12._block_variant(block, x, **sizes, **change), block(x), atol=1e-3), change
+
+
+def test_a_block_that_fails_for_another_reason_is_not_told_to_split_k_and_v_otherwise():
+    """The advice on num_kv_heads is given only when the block with as many key/value heads as query heads works."""
+
+    class CrashingAlways(BlockWithUnflattenAndAnIndexMask):
+        def forward(self, x):
+            return x @ torch.ones(3, 3)  # a shape error whatever the heads
+
+    with pytest.raises(CheckFailed) as failure:
+        nb12.check_modern_block(CrashingAlways)
+    assert "num_kv_heads heads" not in str(failure.value)
+
+
+def test_a_rope_that_leaves_some_pairs_still_names_them():
+    def every_other_pair(x, positions, base=10000.0):
+        turned = rope_by_rotate_half(x, positions, base)
+        half = x.shape[-1] // 2
+        keep = torch.arange(x.shape[-1]) % half % 2 == 1  # pairs 1, 3, ...: both of their features
+        return torch.where(keep, x, turned)
+
+    with pytest.raises(CheckFailed, match=r"turns pairs? 0 and pair 2 by m·θ_i but leaves pair 1 and pair 3 as"):
+        nb12.check_apply_rope(every_other_pair)
+
+
+def test_pair_ranges_reads_as_runs():
+    assert nb12._pair_ranges([0, 1, 3]) == "pairs 0 to 1 and pair 3"
+    assert nb12._pair_ranges([2]) == "pair 2"
+    assert nb12._pair_ranges([0, 2, 4, 5]) == "pair 0, pair 2 and pairs 4 to 5"

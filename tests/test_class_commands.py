@@ -1,7 +1,10 @@
 """The commands learners and instructors type: grading one's own notebook, and collecting submissions."""
 
+import os
 import re
+import shutil
 import zipfile
+from subprocess import CompletedProcess
 
 import nbformat
 import pytest
@@ -110,3 +113,64 @@ def test_class_autograde_grades_only_new_or_changed_submissions(tmp_path, capsys
     assert graded() == ["alice"]  # she handed in again
     assert cli.main(command) == 0
     assert "Nothing new to grade." in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["student-versions", "01_typo"],
+        ["autograde", FIRST, "01_typo"],
+        ["feedback", "01_typo"],
+        ["hand-out", FIRST, "01_typo"],
+        ["due", "01_typo", "2027-03-01T23:59Z"],
+        ["export", "01_typo"],
+        ["export", "--canvas", "canvas.csv", "01_typo"],
+    ],
+    ids=lambda command: command[0] + ("-canvas" if "--canvas" in command else ""),
+)
+def test_every_command_that_takes_an_assignment_refuses_an_unknown_one_before_doing_anything(tmp_path, capsys, command):
+    class_folder = ClassFolder.create(tmp_path / "class")
+    before = sorted(class_folder.root.rglob("*"))
+    assert cli.main(["class", *command, "--class-folder", str(class_folder.root)]) == 2
+    error = capsys.readouterr().err
+    assert "'01_typo' is not an assignment of this class" in error and FIRST in error  # the known ones are listed
+    assert sorted(class_folder.root.rglob("*")) == before
+
+
+def test_a_collect_that_collects_nothing_fails_and_says_why(tmp_path, capsys):
+    class_folder = ClassFolder.create(tmp_path / "class")
+    shutil.copytree(NOTEBOOKS / FIRST, class_folder.root / "release" / FIRST)
+    second = assignments()[1]
+    (other,) = [path.name for path in (NOTEBOOKS / second).glob("*.ipynb")]
+    with zipfile.ZipFile(tmp_path / "download.zip", "w") as archive:  # the next assignment's download
+        archive.writestr(f"alice_1234_{other}", "{}")
+    command = ["class", "collect", FIRST, "--class-folder", str(class_folder.root)]
+    assert cli.main([*command[:3], str(tmp_path / "download.zip"), *command[3:]]) == 1
+    printed = capsys.readouterr().out
+    assert f"alice_1234_{other}: it is a notebook of {second}, not of {FIRST}" in printed
+    assert f"{FIRST}: nothing collected from this download" in printed
+    assert cli.main([*command[:3], str(tmp_path / "no such.zip"), *command[3:]]) == 2
+    assert "No such download" in capsys.readouterr().err
+
+
+def test_a_second_grading_of_one_class_is_refused_while_the_first_runs(tmp_path, capsys):
+    class_folder = ClassFolder.create(tmp_path / "class")
+    shutil.copytree(NOTEBOOKS / FIRST, class_folder.root / "release" / FIRST)
+    class_folder.submit("alice", FIRST, class_folder.released(FIRST))
+    command = ["class", "autograde", "--no-sandbox", "--class-folder", str(class_folder.root)]
+    with class_folder.grading_lock():  # the first grading, in another process as far as the lock knows
+        assert cli.main(command) == 2
+    assert f"Another command is grading {class_folder.root} (process {os.getpid()})" in capsys.readouterr().err
+
+
+def test_the_formgrader_passes_jupyterlabs_own_options_on(tmp_path, monkeypatch):
+    class_folder = ClassFolder.create(tmp_path / "class")
+    started = []
+    monkeypatch.setattr(
+        cli.subprocess, "run", lambda command, **_: started.append(command) or CompletedProcess(command, 0)
+    )
+    options = ["--no-browser", "--port", "8899"]
+    assert cli.main(["class", "formgrader", *options, "--class-folder", str(class_folder.root)]) == 0
+    assert started[0][-3:] == options
+    with pytest.raises(SystemExit):  # other commands still refuse options they do not know
+        cli.main(["class", "autograde", "--port", "8899"])

@@ -4,6 +4,7 @@ happened, while nothing else is affected: the class folder is intact but for wha
 hidden test code or solution code, nothing reached the network and nothing outlived its job.
 """
 
+import ast
 import socket
 from dataclasses import dataclass
 
@@ -12,7 +13,7 @@ import psutil
 import pytest
 
 from autograder.class_folder import NOT_GRADED_FEEDBACK, ClassFolder
-from autograder.grading import Limits, Outcome
+from autograder.grading import CELL_SHARE, Limits, Outcome
 from autograder.report import class_summary
 from autograder.repository import NOTEBOOKS, assignments
 from autograder.samples import DAEMON_MARKER, SNOOPED, Assignment, Sample, reports, samples
@@ -67,8 +68,11 @@ def test_sample_earns_what_it_should_and_the_report_says_what_happened(graded, s
     earned = {test.name for test in outcome.tests if test.points == test.max_points > 0}
     assert earned == sample.earns, outcome.messages
     assert reports(outcome, sample.reported), outcome.messages
-    row = graded.grades[sample.submission.student]
-    assert float(row["score"]) == sum(test.points for test in outcome.tests)  # the gradebook agrees
+    row = graded.grades[sample.submission.student]  # the exported grade agrees
+    if outcome.graded:
+        assert (row["status"], float(row["score"])) == ("graded", outcome.points)
+    else:  # the instructor's to grade: no score, not a 0
+        assert (row["status"], row["score"]) == ("could not be graded", "")
 
 
 def test_the_class_folder_is_intact_but_for_what_grading_writes(graded):
@@ -133,14 +137,41 @@ def test_a_submission_nbgrader_could_not_grade_is_named_and_its_student_told_why
 
 
 def test_a_job_past_its_time_limit_is_stopped_and_names_the_cell_it_was_running(tmp_path):
-    """Cells that each stay within the cell limit but together outlast the job's: the job is stopped at its limit,
-    the submission counts as not graded (autograde exits non-zero) and the report names the cell."""
+    """Cells that each stay within the cell limit but together use more processor time than the job may: the job is
+    stopped at its limit, the submission counts as not graded (autograde exits non-zero) and the report names the
+    cell. (Code that sleeps instead is stopped at a wall-clock limit: tests/test_job_watch.py.)"""
     first = Assignment.of(FIRST, RELEASED_FIRST)
-    sleepy = {answer: f"{first.solutions[answer]}\n\nimport time\n\ntime.sleep(18)\n" for answer in first.answers}
-    class_folder = ClassFolder.create(tmp_path / "course")
-    class_folder.write_student_versions([FIRST])
-    class_folder.submit("sleeper", FIRST, {first.notebook: first.notebook_with(**sleepy)})
-    (outcome,) = class_folder.autograde(limits=Limits(cell_timeout=CELL_TIMEOUT, job_timeout=40.0, workers=1))
+    job_timeout = 20.0
+    each = 0.9 * CELL_SHARE * job_timeout  # a cell may use a share of the job's limit: each stays below it
+    busy = f"import time\n\nstart = time.process_time()\nwhile time.process_time() - start < {each}:\n    pass\n"
+    busy_answers = {answer: f"{first.solutions[answer]}\n\n{busy}" for answer in first.answers}
+    assert len(busy_answers) * each > 0.8 * job_timeout  # with the set-up's few seconds, more than the job may use
+    outcome = graded_alone(tmp_path, first, first.notebook_with(**busy_answers), job_timeout)
     assert not outcome.graded and "COULD NOT BE GRADED" in class_summary([outcome])
     (stopped,) = [finding for finding in outcome.findings if isinstance(finding, JobTimedOut)]
-    assert stopped.cell and stopped.cell in stopped.text and "40 s" in stopped.text, stopped
+    # Its processor time, or on a machine too busy to give it that much, five times as long on the wall clock.
+    assert stopped.cell and stopped.cell in stopped.text and stopped.seconds in (20.0, 100.0), stopped
+
+
+def test_a_function_that_never_returns_fails_its_own_test_and_the_others_still_count(tmp_path):
+    """The last exercise's function loops for ever when called: its visible check and its test are each interrupted
+    once they have used their cell's share of the job's processor time, and the other exercises' tests pass."""
+    first = Assignment.of(FIRST, RELEASED_FIRST)
+    answer = first.answers[-1]
+    (name,) = [node.name for node in ast.parse(first.solutions[answer]).body if isinstance(node, ast.FunctionDef)][:1]
+    never_returns = f"{first.solutions[answer]}\n\ndef {name}(*args, **kwargs):\n    while True:\n        pass\n"
+    outcome = graded_alone(tmp_path, first, first.notebook_with(**{answer: never_returns}), job_timeout=40.0)
+    assert outcome.graded
+    failed = [test for test in outcome.tests if test.points < test.max_points]
+    assert failed and all("and was interrupted" in (test.message or "") for test in failed), failed
+    assert sum(test.points for test in outcome.tests) > 0
+
+
+def graded_alone(tmp_path, first: Assignment, notebook: nbformat.NotebookNode, job_timeout: float) -> Outcome:
+    class_folder = ClassFolder.create(tmp_path / "course")
+    class_folder.write_student_versions([FIRST])
+    class_folder.submit("student", FIRST, {first.notebook: notebook})
+    # The cells' wall-clock limit is long, so that on a busy machine the processor-time limits under test come first.
+    limits = Limits(cell_timeout=6 * CELL_TIMEOUT, job_timeout=job_timeout, workers=1)
+    (outcome,) = class_folder.autograde(limits=limits)
+    return outcome

@@ -12,16 +12,18 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder import cli
-from autograder.class_folder import LATE_MARKS, ClassFolder
+from autograder.class_folder import LATE_MARKS, STRAY, ClassFolder
 from autograder.grading import Limits
 from autograder.late_penalty import DAY, late_penalty
-from autograder.lms import CANVAS_STUDENT_COLUMNS, POINTS_POSSIBLE, RosterStudent, read_roster
+from autograder.lms import CANVAS_STUDENT_COLUMNS, POINTS_POSSIBLE, RosterStudent, read_roster, roster_rows
+from autograder.report import class_summary
 from autograder.repository import NOTEBOOKS, assignments
 from autograder.samples import Assignment
 from class_records import grades
 
 FIRST, SECOND = assignments()[:2]
 (NOTEBOOK,) = [path.name for path in (NOTEBOOKS / FIRST).glob("*.ipynb")]
+(SECOND_NOTEBOOK,) = [path.name for path in (NOTEBOOKS / SECOND).glob("*.ipynb")]
 STEM = NOTEBOOK.removesuffix(".ipynb")
 
 # Canvas' gradebook export: a byte-order mark, the Points Possible row, two students of the same name.
@@ -30,8 +32,9 @@ CANVAS_GRADEBOOK = (
     "    Points Possible,,,,,10\n"
     '"Smith, Alice",1234,S-1,asmith@uni.example,Section A,\n'
     '"Smith, Alice",9876,S-2,alice.smith,Section B,\n'
+    '"Student, Test",4242,,,Section A,\n'  # Canvas' Student View
 )
-NBGRADER_STUDENTS = "id,first_name,last_name,email\n5555,Bob,Jones,bob@uni.example\n"
+NBGRADER_STUDENTS = "id,first_name,last_name,email\n5555,Bob,Jones,bob@uni.example\n,Nobody,Here,nobody@uni.example\n"
 
 
 def test_the_late_penalty_is_a_share_of_the_score_per_started_day():
@@ -50,6 +53,12 @@ def test_a_roster_is_nbgraders_student_csv_or_canvas_gradebook_export(tmp_path):
         RosterStudent("9876", "Alice", "Smith", "", "9876", "S-2", "alice.smith", "Section B"),  # a login, no email
     ]
     assert read_roster(tmp_path / "nbgrader.csv") == [RosterStudent("5555", "Bob", "Jones", "bob@uni.example")]
+    assert roster_rows(tmp_path / "canvas.csv")[1] == [
+        "canvas.csv line 5: Canvas' Test Student (Student View), not a student"
+    ]
+    assert roster_rows(tmp_path / "nbgrader.csv")[1] == [
+        "nbgrader.csv line 3: no id (Nobody, Here, nobody@uni.example)"
+    ]
     (tmp_path / "other.csv").write_text("name,mail\nBob,bob@uni.example\n", encoding="utf-8")
     with pytest.raises(ValueError, match="neither nbgrader's student CSV"):
         read_roster(tmp_path / "other.csv")
@@ -70,6 +79,9 @@ def test_collect_tells_canvas_students_apart_by_user_id_and_accounts_for_every_f
         f"jonesbob_LATE_5555_204_{STEM}-1.ipynb": nbformat.writes(resubmitted),  # his late resubmission
         f"leecarol_7777_105_{STEM} final.ipynb": nbformat.writes(released),  # renamed: not a notebook of FIRST
         "leecarol_7777_106_notes.txt": "notes",
+        f"__MACOSX/._smithalice_1234_101_{NOTEBOOK}": "resource fork",  # macOS' archiver
+        ".DS_Store": "",
+        f"leecarol_7777_107_{SECOND_NOTEBOOK}": nbformat.writes(released),  # the next assignment's notebook
     }
     with zipfile.ZipFile(tmp_path / "submissions.zip", "w") as archive:
         for name, text in files.items():
@@ -81,17 +93,37 @@ def test_collect_tells_canvas_students_apart_by_user_id_and_accounts_for_every_f
         == 0
     )
     printed = capsys.readouterr().out
-    assert "submissions of 3 student(s) in submitted/: 1234, 5555, 9876" in printed
+    assert "collected 1234, 5555, 9876; 3 student(s) in submitted/ now" in printed
     assert "Marked late by the LMS (no submission time in the download): 5555" in printed
     submitted = class_folder.root / "submitted"
     assert (submitted / "5555" / FIRST / NOTEBOOK).read_text(encoding="utf-8") == nbformat.writes(resubmitted)
     assert not (submitted / "5555" / FIRST / "timestamp.txt").exists()  # Canvas' zip has no submission times
     # Every file: collected (three) or named with the reason it was not.
     not_collected = {name: reason for name, reason in re.findall(r"!! not collected: submissions/(.+?): (.+)", printed)}
-    assert sorted(not_collected) == sorted(name for name in files if name.startswith(("jonesbob_5555", "leecarol")))
+    assert sorted(not_collected) == sorted(
+        name for name in files if name.startswith(("jonesbob_5555", "leecarol", "__MACOSX", "."))
+    )
     assert not_collected[f"jonesbob_5555_103_{NOTEBOOK}"].startswith("an earlier upload of 5555's")
     assert "matches no notebook" in not_collected[f"leecarol_7777_105_{STEM} final.ipynb"]
+    assert not_collected[f"leecarol_7777_107_{SECOND_NOTEBOOK}"].startswith(f"it is a notebook of {SECOND}")
+    assert not_collected[".DS_Store"] == not_collected[f"__MACOSX/._smithalice_1234_101_{NOTEBOOK}"] == STRAY
     assert json.loads((class_folder.root / LATE_MARKS).read_text(encoding="utf-8")) == {f"5555/{FIRST}": True}
+
+    # Their feedback goes back in one zip, each page named as Canvas' Re-Upload Submissions matches it: the first two
+    # numbers of the name are the user id and the id of the upload it answers.
+    for student in ("1234", "5555", "9876"):
+        page = class_folder.root / "feedback" / student / FIRST / f"{STEM}.html"
+        page.parent.mkdir(parents=True)
+        page.write_text(f"feedback for {student}", encoding="utf-8")
+    command = ["class", "feedback", FIRST, "--canvas", str(tmp_path / "to-canvas")]
+    assert cli.main([*command, "--class-folder", str(class_folder.root)]) == 0
+    with zipfile.ZipFile(tmp_path / "to-canvas" / f"{FIRST}-feedback.zip") as bundle:
+        names = {name: bundle.read(name).decode() for name in bundle.namelist()}
+    assert names == {
+        f"smithalice_1234_101_{STEM}.html": "feedback for 1234",
+        f"jonesbob_LATE_5555_204_{STEM}.html": "feedback for 5555",  # his newest upload
+        f"smithalice_9876_102_{STEM}.html": "feedback for 9876",
+    }
 
 
 @pytest.mark.grading
@@ -134,6 +166,10 @@ def test_a_late_submission_loses_the_penalty_in_gradebook_report_and_canvas_file
     rows = {row["student_id"]: row for row in grades(class_folder) if row["assignment"] == FIRST}
     assert (rows["9876"]["first_name"], rows["9876"]["last_name"], rows["9876"]["email"]) == ("Alice", "Smith", "")
     assert (rows["5555"]["last_name"], rows["5555"]["email"]) == ("Jones", "bob@uni.example")
+    assert (rows["5555"]["status"], rows["5555"]["score"]) == ("not submitted", "")  # not a submitted 0
+    assert (rows["1234"]["status"], float(rows["1234"]["score"])) == ("graded", pytest.approx(score - penalty))
+    assert rows["1234"]["duedate"] == "2027-03-01 22:59:00+00:00"  # UTC, and it says so
+    assert f"{score - penalty:g} / " in class_summary([outcome])  # the grade exported, after the late penalty
 
     assert (
         cli.main(
@@ -143,7 +179,7 @@ def test_a_late_submission_loses_the_penalty_in_gradebook_report_and_canvas_file
     )
     with open(tmp_path / "to-canvas.csv", newline="", encoding="utf-8") as file:
         header, points_possible, *students = list(csv.reader(file))
-    assert header == CANVAS_STUDENT_COLUMNS + [FIRST]  # not SECOND: not handed out
+    assert header == CANVAS_STUDENT_COLUMNS + ["Notebook 1 (7001)"]  # Canvas' own column; not SECOND: not handed out
     assert points_possible[0] == POINTS_POSSIBLE and float(points_possible[5]) == outcome.notebooks[0].max_points
     assert students == [
         ["Jones, Bob", "5555", "", "", "", ""],  # nothing handed in: no grade

@@ -89,6 +89,8 @@ def test_a_release_holds_its_notebooks_and_no_solution_or_hidden_test(releases, 
     assert {path.stem for path in (folder / PACKAGE / "reference").glob("nb*.py")} == blocks
     leaks = {str(path.relative_to(folder)): leaked_lines(path, through) for path in folder.rglob("*") if path.is_file()}
     assert {path: lines for path, lines in leaks.items() if lines} == {}
+    guide = (folder / "README.md").read_text(encoding="utf-8")
+    assert "Keep each notebook's file name" in guide and "never over it" in guide  # a later release's blank copies
 
 
 def test_a_release_installs_the_course_and_none_of_the_checks_tools(releases):
@@ -173,16 +175,20 @@ def test_a_release_holds_no_oracle_body_and_a_call_it_did_not_record_fails_with_
     assert run.stdout.startswith("NOT RECORDED") and "the autograder's check names the mistake" in run.stdout
 
 
-def test_without_stand_ins_a_check_uses_the_learners_own_exercises_and_says_so(monkeypatch):
+def test_without_stand_ins_a_check_uses_the_learners_own_exercises_and_names_those_that_fail(monkeypatch):
     monkeypatch.setattr(checks, "stand_ins", None)  # as in a student release
     namespace = {"torch": __import__("torch")}
-    exec("def softmax(scores, dim=-1):\n    return scores.exp() / scores.exp().sum(dim, keepdim=True)", namespace)
+    exec("def softmax(scores, dim=-1):\n    return torch.softmax(scores, dim)", namespace)
     exec("def attention_weights(x):\n    return softmax(x @ x.mT, dim=-1)", namespace)
-    nb01.check_attention_weights(namespace["attention_weights"])  # the learner's softmax is good enough here
-    exec("def softmax(scores, dim=-1):\n    return scores", namespace)
-    with pytest.raises(CheckFailed, match="This check used your own softmax from earlier in the notebook: make its"):
+    nb01.check_attention_weights(namespace["attention_weights"])
+    exec("def attention_weights(x):\n    return softmax(x @ x.mT, dim=0)", namespace)
+    with pytest.raises(CheckFailed) as failure:  # its own mistake, with a softmax that passes its check
         nb01.check_attention_weights(namespace["attention_weights"])
-    with pytest.raises(CheckFailed, match="your own padding_mask and causal_mask .*: make their checks pass first"):
+    assert "your own softmax" not in str(failure.value)
+    exec("def softmax(scores, dim=-1):\n    return scores", namespace)
+    with pytest.raises(CheckFailed, match="your own softmax from earlier in the notebook, and it does not pass its"):
+        nb01.check_attention_weights(namespace["attention_weights"])
+    with pytest.raises(CheckFailed, match="your own padding_mask and causal_mask .*, and they do not pass"):
         nb04.check_decoder_mask(lambda lengths: undefined_padding_mask(lengths))  # noqa: F821
 
 
@@ -214,3 +220,56 @@ def test_the_command_writes_a_release_and_refuses_a_folder_in_use(tmp_path, caps
     assert "not empty" in capsys.readouterr().err
     beyond = f"{len(ASSIGNMENTS) + 1:02d}"  # no such notebook
     assert cli.main(["class", "release-package", str(tmp_path / "other"), "--through", beyond]) == 2
+
+
+def package_files(root: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(root)): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+
+
+def test_the_hubs_students_environment_installs_exactly_the_releases_package(releases, tmp_path):
+    """`hub-environment` installs the release's package (which holds no answer: the tests above) and nothing of the
+    repository's; here without its pinned dependencies, which are the course's third-party libraries."""
+    folder = built(3, releases)
+    target = tmp_path / "site-packages"
+    install = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation"]
+    subprocess.run([*install, "--target", str(target), str(folder)], check=True, cwd=tmp_path)
+    assert package_files(target / "transformer_course") == package_files(folder / PACKAGE)
+    assert not (target / "transformer_course" / "checks" / "stand_ins.py").exists()
+    refused = subprocess.run([sys.executable, str(REPO / "course.py"), "hub-environment", str(tmp_path / "env")])
+    assert refused.returncode == 2 and not (tmp_path / "env").exists()  # not from the instructor's repository
+
+
+def test_students_jupyter_has_validate_and_assignments_but_not_the_instructors_parts(releases, tmp_path):
+    folder = built(1, releases)
+    script = (
+        "from jupyter_server.serverapp import ServerApp\n"
+        "app = ServerApp()\n"
+        "app.initialize(['--allow-root', '--ServerApp.port=0', '--no-browser'])\n"
+        "print({name: e.enabled for name, e in app.extension_manager.extensions.items() if 'nbgrader' in name})\n"
+    )
+    config = {"JUPYTER_CONFIG_PATH": str(folder / release.STUDENT_JUPYTER_CONFIG), "HOME": str(tmp_path)}
+    printed = subprocess.run(
+        [sys.executable, "-c", script], env={**os.environ, **config}, capture_output=True, text=True, check=True
+    ).stdout
+    assert eval(printed.splitlines()[-1]) == {
+        "nbgrader.server_extensions.assignment_list": True,
+        "nbgrader.server_extensions.validate_assignment": True,
+        "nbgrader.server_extensions.course_list": False,
+        "nbgrader.server_extensions.formgrader": False,
+    }
+    labextensions = subprocess.run(
+        [sys.executable, "-m", "jupyter", "labextension", "list"],
+        env={**os.environ, **config},
+        capture_output=True,
+        text=True,
+    )
+    disabled = (
+        labextensions.stdout.split("Disabled extensions:")[-1] + labextensions.stderr.split("Disabled extensions:")[-1]
+    )
+    for plugin in ("formgrader", "create-assignment", "course-list"):
+        assert f"@jupyter/nbgrader:{plugin}" in disabled
+    assert course.student_jupyter_config()["JUPYTER_CONFIG_PATH"].startswith(str(course.STUDENT_JUPYTER_CONFIG))

@@ -147,3 +147,29 @@ def test_class_autograde_refuses_without_a_sandbox_and_says_what_to_install(tmp_
     (tmp_path / "submitted" / "alice" / "01").mkdir(parents=True)
     assert cli.main(["class", "autograde", "--class-folder", str(tmp_path)]) == 2
     assert "Not grading: bubblewrap (bwrap) is not installed" in capsys.readouterr().err
+
+
+def test_an_environment_reached_through_a_symbolic_link_grades(tmp_path):
+    """A .venv that is a link to an environment elsewhere: the kernel is started by the link's path."""
+    link = tmp_path / "venv-link"
+    link.symlink_to(Path(sys.prefix).resolve(), target_is_directory=True)
+    code = f"""
+import subprocess, sys
+sys.path.insert(0, {str(REPO)!r})
+from pathlib import Path
+from autograder.verification.sandbox import Sandbox, unavailable
+assert sys.prefix == {str(link)!r}, sys.prefix
+assert unavailable() is None, unavailable()
+inside = [sys.executable, "-c", "import torch, transformer_course.checks; print(torch.ones(2).sum().item())"]
+launcher = Sandbox().launcher(Path({str(tmp_path)!r}) / "s.json")
+result = subprocess.run([*launcher, "--", *inside], capture_output=True, text=True)
+print(result.stdout.strip() or result.stderr)
+"""
+    result = subprocess.run([str(link / "bin" / "python"), "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "2.0", result.stdout
+
+
+def test_a_python_the_sandbox_cannot_start_is_refused_before_grading(monkeypatch):
+    monkeypatch.setattr(sys, "executable", "/nowhere/bin/python")
+    assert "this Python (/nowhere/bin/python) cannot start in its sandbox" in unavailable()

@@ -9,6 +9,7 @@ accounts could not run it. Their files cross only through the exchange folder.
 """
 
 import csv
+import re
 import shutil
 import subprocess
 import sys
@@ -18,12 +19,16 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbgrader.api import Gradebook
+from playwright.sync_api import sync_playwright
 
+import course
+from autograder import cli
 from autograder.class_folder import ClassFolder
 from autograder.grading import Limits
 from autograder.repository import assignments, this_python_first
 from autograder.samples import samples
 from cores import grading_workers
+from test_browser import CHROMIUM_FLAGS, require_chromium
 
 pytestmark = pytest.mark.grading
 
@@ -133,7 +138,8 @@ def test_the_formgraders_autograde_gives_the_same_grades_as_the_course_command(t
 
 def test_the_lms_gets_an_import_file_with_every_students_grade(term):
     base, _, class_folder, *_ = term
-    with open(class_folder.export_canvas(base / "canvas.csv"), newline="", encoding="utf-8") as file:
+    assert class_folder.export_canvas(base / "canvas.csv") == {FIRST: FIRST}  # a roster of no Canvas export
+    with open(base / "canvas.csv", newline="", encoding="utf-8") as file:
         header, possible, *rows = list(csv.reader(file))
     assert header == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", FIRST]  # only what was handed out
     totals = {
@@ -151,7 +157,7 @@ def test_grading_again_grades_only_a_new_submission(term):
     assert class_folder.changed(class_folder.submissions([FIRST]), limits) == []
     resubmission = next(sample for sample in samples(FIRST, class_folder.released(FIRST)) if sample.earns)
     hand_in("bob", base / "bob", exchange, resubmission.submission.notebooks)
-    class_folder.collect_from_exchange(FIRST)
+    assert class_folder.collect_from_exchange(FIRST) == list(THROUGH_EXCHANGE)  # not carol, from the LMS
     assert class_folder.changed(class_folder.submissions([FIRST]), limits) == [("bob", FIRST)]
 
 
@@ -164,3 +170,37 @@ def test_students_fetch_their_own_feedback_from_the_exchange(term):
     assert [page.name for page in pages] == [
         f"{name.removesuffix('.ipynb')}.html" for name in class_folder.released(FIRST)
     ]
+
+
+def test_the_instructor_sees_what_the_class_got_wrong_in_a_table_and_a_page(term, capsys):
+    base, _, class_folder, *_ = term
+    page_path = base / "stats.html"
+    assert cli.main(["class", "stats", "--to", str(page_path), "--class-folder", str(class_folder.root)]) == 0
+    printed = capsys.readouterr().out
+    graded = scores(class_folder.root)
+    with Gradebook(f"sqlite:///{class_folder.root / 'gradebook.db'}") as gradebook:
+        tests = {
+            cell.name: cell.max_score
+            for notebook in gradebook.find_assignment(FIRST).notebooks
+            for cell in notebook.grade_cells
+        }
+    for test, max_score in tests.items():  # the share of full marks, counted from the gradebook here
+        full = sum(graded[student, test] >= max_score for student in HANDED_IN)
+        assert re.search(rf"{test.removeprefix('test_')}\s+full marks\s+{full}/{len(HANDED_IN)}", printed), printed
+    assert f"{FIRST}: {len(HANDED_IN)} graded, 0 not submitted" in printed
+    (stats,) = class_folder.stats()
+    unanswered = [exercise for exercise in stats.exercises if exercise.full_marks < len(HANDED_IN)]
+    assert unanswered and all(exercise.messages for exercise in unanswered)  # each failure's message, counted
+
+    require_chromium()
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(course.CHROMIUM), args=CHROMIUM_FLAGS)
+        try:
+            page = chromium.new_page()
+            page.goto(page_path.as_uri())
+            assert page.locator("h2").inner_text() == FIRST
+            assert page.locator("tr").count() == 1 + len(tests)  # a row per exercise, under the header
+            assert page.locator("img").evaluate("image => image.complete && image.naturalWidth > 0")  # the histogram
+            page.screenshot(path=base / "stats.png", full_page=True)
+        finally:
+            chromium.close()

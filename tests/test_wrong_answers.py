@@ -12,6 +12,7 @@ import functools
 import importlib
 import inspect
 import re
+from pathlib import Path
 
 import pytest
 
@@ -65,14 +66,24 @@ def test_source_is_renamed_to_the_graded_function(answer: WrongAnswer):
     assert "@wrong_answer" not in answer.source
 
 
+class Trials(dict):
+    """Every kept wrong answer of a notebook graded by the sealed run, in the grading sandbox: one run per notebook,
+    made when a test first asks for it, so that selecting one notebook's tests (-k 03:) runs only its trials."""
+
+    def __init__(self, scratch: Path) -> None:
+        super().__init__()
+        self.scratch = scratch
+
+    def __missing__(self, assignment: str) -> SealedVerdict:
+        self[assignment] = verify(
+            trial_program(assignment), self.scratch / assignment, CELL_TIMEOUT, Sandbox(), assignment
+        )
+        return self[assignment]
+
+
 @pytest.fixture(scope="module")
-def trials(tmp_path_factory) -> dict[str, SealedVerdict]:
-    """Every kept wrong answer graded by the sealed run, in the grading sandbox: one run per notebook."""
-    scratch = tmp_path_factory.mktemp("trials")
-    return {
-        assignment: verify(trial_program(assignment), scratch / assignment, CELL_TIMEOUT, Sandbox(), assignment)
-        for assignment in assignments()
-    }
+def trials(tmp_path_factory) -> Trials:
+    return Trials(tmp_path_factory.mktemp("trials"))
 
 
 @pytest.mark.grading

@@ -23,7 +23,7 @@ class Finding:
     @staticmethod
     def from_json(data: dict) -> "Finding":
         kind = KINDS[data["finding"]]
-        values = {field.name: data[field.name] for field in fields(kind)}
+        values = {field.name: data[field.name] for field in fields(kind) if field.name in data}  # older: defaults
         return kind(**{name: tuple(value) if isinstance(value, list) else value for name, value in values.items()})
 
 
@@ -107,10 +107,12 @@ class TimedOut(Finding):
 
     cell: str
     seconds: float
+    processor_time: bool = False  # True: it used up its processor time (job_watch.CellWatch); False: its wall clock
 
     @property
     def text(self) -> str:
-        return f"{your_cell(self.cell)} ran longer than {self.seconds:g} s and was interrupted"
+        used = "used more than {:g} s of processor time" if self.processor_time else "ran longer than {:g} s"
+        return f"{your_cell(self.cell)} {used.format(self.seconds)} and was interrupted"
 
 
 @dataclass(frozen=True)
@@ -179,20 +181,24 @@ class NotGradedByNbgrader(Finding):
 
 @dataclass(frozen=True)
 class JobTimedOut(Finding):
-    """The whole graded run of the notebook took longer than the job's time limit, and was stopped."""
+    """The whole graded run of the notebook used more processor time than the job's limit, or took longer than its
+    wall-clock limit, and was stopped (autograder/job_watch.py)."""
 
     cell: str  # the cell it was running ("" when not known)
     whose: str  # "student", "course" or "test": whose code the cell holds
     seconds: float
+    processor_time: bool = True  # which limit it reached: processor time, or wall-clock time
 
     @property
     def text(self) -> str:
         where = {"student": your_cell(self.cell), "test": f"the test {self.cell}"}.get(self.whose, self.cell)
         stopped = f"was stopped while running {where}" if self.cell else "was stopped"
-        return (
-            f"your code ran too long: the notebook's graded run took longer than {self.seconds:g} s in all (the "
-            f"grading job's time limit) and {stopped}"
+        took = (
+            f"used more than {self.seconds:g} s of processor time in all (the grading job's limit)"
+            if self.processor_time
+            else f"took longer than {self.seconds:g} s in all (the grading job's limit on waiting)"
         )
+        return f"your code ran too long: the notebook's graded run {took} and {stopped}"
 
 
 @dataclass(frozen=True)

@@ -190,13 +190,16 @@ class Judge(peer.Peer):
 class TestRun:
     """What a test cell did in the judge."""
 
-    error: list[str] | None  # [type, message] of the error that failed it, or None when it passed
+    error: list | None  # [type, message, built-in base] of the error that failed it, or None when it passed
     printed: str  # what the check printed (its ✔ line)
     interrupted: bool  # the learner's code ran past the cell's time limit
+    processor_limit: float = 0.0  # when not 0: it was interrupted for using this much processor time
 
     @property
     def failure(self) -> tuple[str, str] | None:
         """Why the test earns nothing, as (the error's type, its message); None when it passed."""
+        if self.processor_limit:
+            return "TimeoutError", f"it used more than {self.processor_limit:g} s of processor time and was interrupted"
         if self.interrupted:
             return "TimeoutError", "it ran longer than the time limit and was interrupted"
         return None if self.error is None else (self.error[0], self.error[1])

@@ -35,10 +35,11 @@ import nbformat
 from jupyter_client.kernelspec import KernelSpec
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Bool, Enum, Int, Unicode
+from traitlets import Bool, Enum, Float, Int, Unicode
 from traitlets.config import Configurable
 
 from autograder.cells import grade_id, is_answer, is_test, key, label
+from autograder.job_watch import CellWatch
 from autograder.verification import sealed_run, structure
 from autograder.verification.findings import CellFailed, Finding, TimedOut, Unreadable
 from autograder.verification.judge import STUDENT_FILES, Judge, Stopped, TestRun, course_imports
@@ -125,6 +126,12 @@ class JudgedExecute(Execute):
         help="A file that names the cell being run, rewritten before each cell runs, so that a grader that stops "
         "a run past its time limit can say where it was (grading.py). Empty: none.",
     ).tag(config=True)
+    cell_processor_time = Float(
+        0.0,
+        help="Processor seconds the kernel's processes may use in one cell before it is interrupted, as at the "
+        "cell's time limit (which counts wall-clock seconds). The grader sets it to a share of the job's limit, so "
+        "that code that runs for ever fails in its own cell and the cells after it still count. 0: no such limit.",
+    ).tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         names = resources["nbgrader"]
@@ -169,14 +176,17 @@ class JudgedExecute(Execute):
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
             return cell, resources
+        watch = CellWatch(self.km.provisioner.pid, self.km.provisioner.pgid, self.cell_processor_time)
         if is_test(cell):
             self._after = label(cell)
             self.running(label(cell), "test")
-            return self.judge_cell(cell, index), self.resources
+            with watch.cell():
+                return self.judge_cell(cell, index, watch), self.resources
         self.running(*self.whose(cell))
         start = time.perf_counter()
-        cell, resources = super().preprocess_cell(cell, resources, index)
-        self.note_failure(cell, timed_out=time.perf_counter() - start >= self.timeout)
+        with watch.cell():
+            cell, resources = super().preprocess_cell(cell, resources, index)
+        self.note_failure(cell, timed_out=time.perf_counter() - start >= self.timeout, watch=watch)
         return cell, resources
 
     def whose(self, cell) -> tuple[str, str]:
@@ -191,7 +201,7 @@ class JudgedExecute(Execute):
             notebook = self.resources["nbgrader"]["notebook"]
             Path(self.progress_file).write_text(json.dumps({"notebook": notebook, "cell": cell, "whose": whose}))
 
-    def note_failure(self, cell, timed_out: bool) -> None:
+    def note_failure(self, cell, timed_out: bool, watch: CellWatch) -> None:
         """A finding for one of the student's cells that failed: an answer cell, or one they added."""
         name, whose = self.whose(cell)
         if whose == "course":
@@ -200,12 +210,14 @@ class JudgedExecute(Execute):
         errors = [output for output in cell.get("outputs", []) if output.output_type == "error"]
         if not errors:
             return
-        if timed_out:  # nbclient interrupted it (KeyboardInterrupt), or gave up on it (CellTimeoutError)
+        if watch.interrupted:
+            self._verdict.findings.append(TimedOut(name, watch.seconds, processor_time=True))
+        elif timed_out:  # nbclient interrupted it (KeyboardInterrupt), or gave up on it (CellTimeoutError)
             self._verdict.findings.append(TimedOut(name, self.timeout))
         else:
             self._verdict.findings.append(CellFailed(name, errors[0].ename, errors[0].evalue))
 
-    def judge_cell(self, cell, index: int):
+    def judge_cell(self, cell, index: int, watch: CellWatch):
         """Run a test cell in the judge, the kernel answering for the learner's code; the cell shows what the
         learner's code printed, what the check printed, and the judge's error when the test failed."""
         source = self._tests.get(grade_id(cell))
@@ -228,6 +240,8 @@ class JudgedExecute(Execute):
         if "error" in found:  # the autograder's own fault: nbgrader reports the notebook as not graded
             raise found["error"]
         run: TestRun = found["run"]
+        if watch.interrupted:
+            run = replace(run, processor_limit=watch.seconds)
         failure = self._verdict.judged(grade_id(cell), run, self.timeout)
         printed = [output for output in serve.outputs if output.output_type in ("stream", "display_data")]
         if run.printed:

@@ -22,6 +22,7 @@ standard library is imported here; PyTorch when a value needs it.
 
 import builtins
 import contextlib
+import functools
 import itertools
 import numbers
 import sys
@@ -44,44 +45,55 @@ PROXY_FIELDS = ("_peer", "_handle", "_info")  # what a mirror keeps of its origi
 
 
 class RemoteError(Exception):
-    """The other side reported an error: ``kind`` is its exception's class name there."""
+    """The other side reported an error: ``kind`` is its exception's class name there, ``base`` the name of the
+    nearest built-in class it derives from (a learner's ``class TooLong(ValueError)`` has the base ValueError)."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, base: str | None = None):
         Exception.__init__(self, message)
-        self.kind, self.message = kind, message
+        self.kind, self.message, self.base = kind, message, base
 
     def __str__(self) -> str:
         return self.message
 
 
-_KINDS: dict[str, type] = {}
+_KINDS: dict[tuple[str, str | None], type] = {}
 
 
-def remote_error(kind: str, message: str) -> RemoteError:
-    """The other side's error as an exception here that is also of the built-in class it names, if any
-    (``except NotImplementedError`` catches a learner's stub across the pipe). KeyboardInterrupt and SystemExit
-    become plain errors here: they stopped the other side's code, not this side."""
-    if kind not in _KINDS:
-        builtin = getattr(builtins, kind, None)
+def remote_error(kind: str, message: str, base: str | None = None) -> RemoteError:
+    """The other side's error as an exception here that is also of the built-in class it names or derives from, if
+    any (``except NotImplementedError`` catches a learner's stub across the pipe, ``except ValueError`` a learner's
+    own subclass of it). KeyboardInterrupt and SystemExit become plain errors here: they stopped the other side's
+    code, not this side."""
+    if (kind, base) not in _KINDS:
+        builtin = getattr(builtins, base or kind, None)
         bases: tuple[type, ...] = (RemoteError,)
         if isinstance(builtin, type) and issubclass(builtin, Exception):
             bases = (RemoteError, builtin)
         try:
-            _KINDS[kind] = type(kind, bases, {"__init__": RemoteError.__init__, "__str__": RemoteError.__str__})
+            made = type(kind, bases, {"__init__": RemoteError.__init__, "__str__": RemoteError.__str__})
         except TypeError:  # a built-in class whose layout cannot be combined
-            _KINDS[kind] = type(kind, (RemoteError,), {})
-    return _KINDS[kind](kind, message)
+            made = type(kind, (RemoteError,), {})
+        _KINDS[kind, base] = made
+    return _KINDS[kind, base](kind, message, base)
 
 
-def describe(error: BaseException, limit: int = 2000) -> list[str]:
-    """An error as [its type's name, its message], for a reply."""
+def builtin_base(kind: type) -> str | None:
+    """The name of the nearest built-in exception class among ``kind`` and its bases."""
+    for candidate in kind.__mro__:
+        if getattr(builtins, candidate.__name__, None) is candidate and issubclass(candidate, Exception):
+            return candidate.__name__
+    return None
+
+
+def describe(error: BaseException, limit: int = 2000) -> list[str | None]:
+    """An error as [its type's name, its message, its nearest built-in class's name], for a reply."""
     if isinstance(error, RemoteError):
-        return [error.kind, str(error)[:limit]]
+        return [error.kind, str(error)[:limit], error.base]
     try:
         message = str(error)
     except BaseException:  # noqa: B036 - an exception whose str() fails is still an error
         message = ""
-    return [type(error).__name__, message[:limit]]
+    return [type(error).__name__, message[:limit], builtin_base(type(error))]
 
 
 def _plain_tensor(value) -> bool:
@@ -206,8 +218,8 @@ class Peer:
             if "reply" in message:
                 if message["reply"] == number:
                     if message.get("error") is not None:
-                        kind, text = message["error"]
-                        raise remote_error(str(kind), str(text))
+                        kind, text, *base = message["error"]
+                        raise remote_error(str(kind), str(text), str(base[0]) if base and base[0] else None)
                     return message
                 continue  # the reply to a request given up on (interrupted); nothing waits for it
             self.serve(message)
@@ -434,7 +446,8 @@ class Peer:
         if isinstance(value, type):
             return {"kind": "class", "name": value.__name__}
         if callable(value):
-            return {"kind": "function", "name": str(getattr(value, "__name__", type(value).__name__))}
+            name = str(getattr(value, "__name__", type(value).__name__))
+            return {"kind": "function", "name": name, "parameters": parameters_of(value)}
         return {"kind": "object", "name": type(value).__name__}
 
     def module_info(self, number: int, module, objects: dict) -> dict:
@@ -466,6 +479,7 @@ class Peer:
             "class": f"{kind.__module__}:{kind.__qualname__}" if trusted else None,
             "complete": len(attributes) == len(state),  # all of its state is plain: a copy here can run here
             "training": bool(module.training),
+            "forward": parameters_of(module.forward),  # a check names the inputs by it
             "parameters": parameters,
             "buffers": buffers,
             "children": children,
@@ -529,7 +543,12 @@ class Peer:
         torch.nn.Module.__init__(module)
         if issubclass(kind, mirror_base()):
             module.__dict__.update(_peer=self, _handle=number, _info=info)
+            if trusted is None and (signature := signature_from(info.get("forward"))) is not None:
+                forward = functools.partial(kind.forward, module)  # the original's parameters, for a check to name
+                forward.__signature__ = signature
+                module.__dict__["forward"] = forward
         self.keep_proxy(number, module)
+        self.modules[number] = module  # a child's parameter may be tied to one of this module's (self.table = ...)
         module.training = bool(info.get("training"))
         for name, value in (info.get("attributes") or {}).items():
             if str(name) not in PROXY_FIELDS and not hasattr(kind, str(name)):
@@ -729,6 +748,33 @@ def forward_like(original):
     return forward
 
 
+def parameters_of(function) -> list | None:
+    """A function's parameters as plain values: [name, kind, whether it has a default] each; None if unknown."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return [[parameter.name, int(parameter.kind), parameter.default is not parameter.empty] for parameter in parameters]
+
+
+def signature_from(parameters):
+    """The inspect.Signature that the other side's ``parameters_of`` described, or None if it is not one."""
+    import inspect
+
+    kinds = type(inspect.Parameter.POSITIONAL_ONLY)  # the enum of parameter kinds
+    try:
+        return inspect.Signature(
+            [
+                inspect.Parameter(name, kinds(kind), default=None if has_default else inspect.Parameter.empty)
+                for name, kind, has_default in parameters
+            ]
+        )
+    except (TypeError, ValueError):  # not a list of [str, int, bool], or not a valid signature
+        return None
+
+
 def is_mirror(value) -> bool:
     """Whether ``value`` is a module standing for one of the other side's (not PyTorch's own class)."""
     torch = sys.modules.get("torch")
@@ -744,6 +790,9 @@ class Remote:
     def __init__(self, peer: Peer, handle: int, info: dict):
         self._peer, self._handle, self._info = peer, handle, info
         self.__name__ = self.__qualname__ = str(info.get("name"))
+        signature = signature_from(info.get("parameters"))
+        if signature is not None:  # a check names a learner's arguments by it
+            self.__signature__ = signature
 
     def __getattr__(self, name: str):
         if name.startswith("__") and name.endswith("__"):

@@ -150,9 +150,11 @@ def parent_folders(paths: list[str]) -> list[str]:
 
 def course_paths() -> list[str]:
     """The Python installation, this environment and the folders of the course's helper package (its editable
-    install maps the package to folders of the repository; those folders alone are shown, not the repository)."""
+    install maps the package to folders of the repository; those folders alone are shown, not the repository).
+    Each is shown where it lies and, where a symbolic link leads to it (a .venv that is a link), where the link is
+    too: the grader starts the kernel by the path it knows, the link's."""
     paths = {sys.base_prefix, sys.prefix, *package_folders()}
-    return sorted(str(Path(path).resolve()) for path in paths)
+    return sorted({str(Path(path).resolve()) for path in paths} | {os.path.abspath(path) for path in paths})
 
 
 def package_folders() -> list[str]:
@@ -183,14 +185,26 @@ def unavailable() -> str | None:
         return f"bubblewrap runs only on Linux; this is {sys.platform}. {INSTALL_HINT}"
     if shutil.which(BWRAP) is None:
         return f"bubblewrap (bwrap) is not installed. {INSTALL_HINT}"
-    probe = Sandbox().bwrap(["true"], sandbox_uid())
+    # The very interpreter the grading jobs start, by the same path: a set-up where it cannot start refuses here.
+    problem = probe([sys.executable, "-c", "pass"])
+    if problem is None:
+        return None
+    if probe(["true"]) is None:
+        return (
+            f"bubblewrap runs, but this Python ({sys.executable}) cannot start in its sandbox: {problem}. The sandbox "
+            "shows the Python installation, the course's environment and its package, by their paths and the links "
+            "that lead to them; a Python that needs other folders cannot grade here."
+        )
+    return f"a test sandbox failed: {problem}. {INSTALL_HINT}"
+
+
+def probe(command: list[str]) -> str | None:
+    """Why ``command`` fails in a sandbox, or None when it runs."""
     try:
-        result = subprocess.run(probe, capture_output=True, text=True, timeout=60)
+        result = subprocess.run(Sandbox().bwrap(command, sandbox_uid()), capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as error:
-        return f"a test sandbox did not run ({error}). {INSTALL_HINT}"
-    if result.returncode != 0:
-        return f"a test sandbox failed: {result.stderr.strip() or f'exit {result.returncode}'}. {INSTALL_HINT}"
-    return None
+        return f"it did not run ({error})"
+    return None if result.returncode == 0 else result.stderr.strip() or f"exit {result.returncode}"
 
 
 def give_to(uid: int | None, folders: tuple[str, ...]) -> None:

@@ -9,6 +9,7 @@ Each is written out in full, as a learner's cell would be, even where that repea
 neighbours: it is graded as that cell, with only the notebook's own imports around it.
 """
 
+import ast
 import importlib
 import inspect
 import itertools
@@ -51,8 +52,15 @@ class WrongAnswer:
     @property
     def source(self) -> str:
         """The function's code as a learner would have typed it into the solution cell."""
-        lines = inspect.getsource(self.function).splitlines()
-        body = "\n".join(line for line in lines if not line.startswith("@"))
+        source = inspect.getsource(self.function)
+        (definition,) = ast.parse(source).body
+        registering = [  # the @wrong_answer(...) lines; other decorators belong to the answer (@torch.no_grad())
+            range(decorator.lineno - 1, decorator.end_lineno)
+            for decorator in definition.decorator_list
+            if isinstance(decorator, ast.Call) and getattr(decorator.func, "id", None) == "wrong_answer"
+        ]
+        dropped = {number for lines in registering for number in lines}
+        body = "\n".join(line for number, line in enumerate(source.splitlines()) if number not in dropped)
         return re.sub(rf"\b(def|class) {self.mistake}\b", rf"\1 {self.exercise}", body, count=1) + "\n"
 
 

@@ -64,7 +64,7 @@ def softmax_without_dividing_by_the_sum(scores, dim=-1):
     return torch.exp(scores - scores.amax(dim=dim, keepdim=True))
 
 
-@wrong_answer("softmax", message="changed its input tensor in place")
+@wrong_answer("softmax", message="softmax changed its input scores in place")
 def softmax_subtracting_in_place(scores, dim=-1):
     scores -= scores.amax(dim=dim, keepdim=True)
     exps = torch.exp(scores)
@@ -141,7 +141,7 @@ def outputs_returned_with_the_weights(x):
     return weights @ x, weights
 
 
-@wrong_answer("self_attention", message="torch.mm takes 2-D matrices only")
+@wrong_answer("self_attention", message="torch.mm and x.t() refuse more axes")
 def outputs_with_a_matrix_only_product(x):
     return torch.mm(attention_weights(x), x)
 
@@ -240,3 +240,198 @@ def gap_as_the_sum_of_the_differences(f, x, perm):
 def gap_relative_to_the_size_of_the_output(f, x, perm):
     reordered_first, reordered_after = f(x[..., perm, :]), f(x)[..., perm, :]
     return ((reordered_first - reordered_after).abs().max() / reordered_after.abs().max()).item()
+
+
+# Found by the third review ------------------------------------------------------------------------------
+
+
+@wrong_answer("softmax", message="You divided the scores by their maximum; subtract it instead")
+def softmax_dividing_by_the_maximum(scores, dim=-1):
+    exps = torch.exp(scores / scores.amax(dim=dim, keepdim=True))
+    return exps / exps.sum(dim=dim, keepdim=True)
+
+
+@wrong_answer("softmax", message="but are not the softmax of the scores: each weight is exp(score)")
+def softmax_without_the_exponential(scores, dim=-1):
+    shifted = scores - scores.amax(dim=dim, keepdim=True)
+    return shifted / shifted.sum(dim=dim, keepdim=True)
+
+
+@wrong_answer("softmax", message="your results are the logarithms of the softmax (a log-softmax)")
+def softmax_returning_its_logarithm(scores, dim=-1):
+    shifted = scores - scores.amax(dim=dim, keepdim=True)
+    return shifted - shifted.exp().sum(dim=dim, keepdim=True).log()
+
+
+@wrong_answer("softmax", message="for scores with 3 axes, dim=-1 is axis 2")
+def softmax_making_a_negative_dim_positive_off_by_one(scores, dim=-1):
+    if dim < 0:
+        dim = scores.ndim + dim - 1
+    exps = torch.exp(scores - scores.amax(dim=dim, keepdim=True))
+    return exps / exps.sum(dim=dim, keepdim=True)
+
+
+@wrong_answer("attention_weights", message="you divided the scores by d = 3")
+def weights_scaled_by_d(x):
+    return softmax(x @ x.mT / x.shape[-1], dim=-1)
+
+
+@wrong_answer("attention_weights", message="not the softmax of the plain dot products x_i · x_j")
+def weights_of_cosine_similarities(x):
+    unit = x / x.norm(dim=-1, keepdim=True)
+    return softmax(unit @ unit.mT, dim=-1)
+
+
+@wrong_answer("attention_weights", message="torch.mm and x.t() refuse more axes")
+def weights_transposing_with_t(x):
+    return softmax(x @ x.t(), dim=-1)
+
+
+@wrong_answer("self_attention", message="a residual connection, which comes in notebook 06")
+def outputs_plus_the_inputs(x):
+    return attention_weights(x) @ x + x
+
+
+@wrong_answer("self_attention", message="the sum ran over the queries")
+def outputs_summed_over_the_queries(x):
+    weights = attention_weights(x)
+    return (weights[..., :, :, None] * x[..., None, :, :]).sum(dim=-3)
+
+
+@wrong_answer("self_attention", message="those are the uniform weights 1/n (here 1/5) of section 2")
+def outputs_with_uniform_weights(x):
+    seq = x.shape[-2]
+    return torch.full((seq, seq), 1 / seq) @ x
+
+
+@wrong_answer("self_attention", message="the exponentials of the scores times x, not divided by their sums")
+def outputs_from_unnormalised_exponentials(x):
+    return torch.exp(x @ x.mT) @ x
+
+
+@wrong_answer("self_attention", message="Each output must be weights @ x, with the weights of attention_weights(x)")
+def outputs_from_scores_divided_by_their_sums(x):
+    scores = x @ x.mT
+    return scores / scores.sum(dim=-1, keepdim=True) @ x  # rows sum to 1, but some weights are negative
+
+
+@wrong_answer("self_attention", message="torch.bmm, for one, takes 3-D tensors only")
+def outputs_with_a_batch_matrix_product(x):
+    return torch.bmm(attention_weights(x), x)
+
+
+@wrong_answer("self_attention", message="x.mT, of shape (d, seq), has the axes of x swapped")
+def outputs_multiplying_the_transposed_inputs(x):
+    return attention_weights(x) @ x.mT
+
+
+@wrong_answer("self_attention", message="an einsum operand written with two letters and no `...` fits exactly two axes")
+def outputs_with_an_einsum_for_one_sequence(x):
+    return torch.einsum("ij,jd->id", attention_weights(x), x)
+
+
+@wrong_answer("equivariance_gap", message="your gap is 100, the difference of the two largest entries")
+def gap_as_the_difference_of_the_maxima(f, x, perm):
+    return abs(f(x[..., perm, :]).max() - f(x)[..., perm, :].max()).item()
+
+
+@wrong_answer("equivariance_gap", message="as does reordering nothing")
+def gap_reordering_nothing(f, x, perm):
+    return (f(x) - f(x)).abs().max().item()
+
+
+# Found by the fourth review ------------------------------------------------------------------------------
+
+
+@wrong_answer("softmax", message="so your default dim is not the last axis")
+def softmax_with_the_default_dim_0(scores, dim=0):
+    exps = torch.exp(scores - scores.amax(dim=dim, keepdim=True))
+    return exps / exps.sum(dim=dim, keepdim=True)
+
+
+@wrong_answer("softmax", message="softmax must work without a dim too")
+def softmax_without_a_default_dim(scores, dim):
+    exps = torch.exp(scores - scores.amax(dim=dim, keepdim=True))
+    return exps / exps.sum(dim=dim, keepdim=True)
+
+
+@wrong_answer("softmax", message="with that axis swapped to the end and never put back")
+def softmax_along_the_last_axis_of_the_transposed_scores(scores, dim=-1):
+    scores = scores.transpose(dim, -1)
+    exps = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    return exps / exps.sum(dim=-1, keepdim=True)
+
+
+@wrong_answer("softmax", message="with that axis moved to the end and never put back")
+def softmax_along_the_last_axis_after_movedim(scores, dim=-1):
+    scores = scores.movedim(dim, -1)
+    exps = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    return exps / exps.sum(dim=-1, keepdim=True)
+
+
+@wrong_answer("softmax", message="you subtracted one maximum per slice scores[i] of the first axis")
+def softmax_subtracting_the_maximum_in_a_loop_over_the_rows(scores, dim=-1):
+    shifted = torch.stack([row - row.max() for row in scores])  # each row minus its maximum
+    exps = torch.exp(shifted)
+    return exps / exps.sum(dim=dim, keepdim=True)
+
+
+@wrong_answer("attention_weights", message="reshape (and view) regroups the entries in the order they lie in memory")
+def weights_reshaping_instead_of_transposing(x):
+    transposed = x.reshape(*x.shape[:-2], x.shape[-1], x.shape[-2])  # (..., d, seq)
+    return softmax(x @ transposed, dim=-1)
+
+
+@wrong_answer("attention_weights", message="a batch axis, not the keys axis (the last)")
+def weights_normalised_along_dim_1(x):
+    return softmax(x @ x.mT, dim=1)
+
+
+@wrong_answer("self_attention", message="`*` lines up the shapes from the last axis")
+def outputs_broadcasting_without_an_axis_for_the_features(x):
+    weights = attention_weights(x)
+    return (weights * x.unsqueeze(-3)).sum(dim=-2)
+
+
+@wrong_answer("self_attention", message="your code needs at least one batch axis in front")
+def outputs_in_a_loop_over_the_batch(x):
+    return torch.stack([attention_weights(sentence) @ sentence for sentence in x])
+
+
+@wrong_answer("self_attention", message="Is a size written into it as a number")
+def outputs_with_the_check_sizes_written_in(x):
+    weights = attention_weights(x).reshape(-1, 5, 5)
+    return torch.bmm(weights, x.reshape(-1, 5, 3)).reshape(x.shape)
+
+
+@wrong_answer("self_attention", message="not for this batch of sequences of 7 positions with 2 features")
+def outputs_summed_over_five_positions(x):
+    weights = attention_weights(x)
+    return sum(weights[..., :, j : j + 1] * x[..., j : j + 1, :] for j in range(5))
+
+
+@wrong_answer("equivariance_gap", message="Python's built-in max walks over the first axis")
+def gap_with_pythons_max(f, x, perm):
+    return max(abs(f(x[..., perm, :]) - f(x)[..., perm, :])).item()
+
+
+@wrong_answer("equivariance_gap", message="one value per sequence of the batch")
+def gap_per_sequence(f, x, perm):
+    return (f(x[..., perm, :]) - f(x)[..., perm, :]).abs().amax(dim=(-2, -1))
+
+
+@wrong_answer("equivariance_gap", message="the pair (values, indices) that .max(dim=...) returns")
+def gap_as_the_pair_that_max_returns(f, x, perm):
+    return (f(x[..., perm, :]) - f(x)[..., perm, :]).abs().max(dim=-1)
+
+
+@wrong_answer("equivariance_gap", message="the gap without its fraction")
+def gap_as_a_whole_number(f, x, perm):
+    return int((f(x[..., perm, :]) - f(x)[..., perm, :]).abs().max())
+
+
+@wrong_answer("equivariance_gap", message="got 600, the gap of the sequence x alone")
+def gap_of_the_first_sequence_only(f, x, perm):
+    if x.dim() == 3:
+        x = x[0]  # one sentence is enough
+    return (f(x[..., perm, :]) - f(x)[..., perm, :]).abs().max().item()

@@ -44,7 +44,7 @@ def entropy_keeping_the_summed_axis(weights):
     return -torch.special.xlogy(weights, weights).sum(dim=-1, keepdim=True)
 
 
-@wrong_answer("attention_entropy", message="you summed over every axis")
+@wrong_answer("attention_entropy", message="the sum ran over all the weights at once")
 def entropy_of_the_whole_tensor(weights):
     return -torch.special.xlogy(weights, weights).sum()
 
@@ -430,7 +430,7 @@ class AttentionWithPlainTensors(nn.Module):
         return scaled_dot_product_attention(x @ self.query, context @ self.key, context @ self.value, mask)
 
 
-@wrong_answer("SingleHeadAttention", message="and your module has other parameters: self.query_bias (4)")
+@wrong_answer("SingleHeadAttention", message="and your module has other parameters: self.query_bias (4,)")
 class AttentionWithMatricesAndABias(nn.Module):
     def __init__(self, d_model, d_k, d_v):
         super().__init__()
@@ -510,3 +510,413 @@ class AttentionScaledByTheModelDimension(nn.Module):
             scores = scores.masked_fill(~mask, float("-inf"))
         weights = torch.softmax(scores, dim=-1)
         return weights @ v, weights
+
+
+# Found by the third review ------------------------------------------------------------------------------
+
+
+@wrong_answer("attention_entropy", message="the entropy divided by log n = log 4")
+def entropy_divided_by_the_log_of_the_number_of_keys(weights):
+    return -torch.special.xlogy(weights, weights).sum(dim=-1) / math.log(weights.shape[-1])
+
+
+@wrong_answer("scaled_dot_product_attention", message="so the scores are cosine similarities")
+def attention_with_cosine_similarity(q, k, v, mask=None):
+    scores = (q / q.norm(dim=-1, keepdim=True)) @ (k / k.norm(dim=-1, keepdim=True)).transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="torch.sqrt takes a tensor, and it was given a Python int")
+def attention_with_torch_sqrt_of_an_int(q, k, v, mask=None):
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / torch.sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("SingleHeadAttention", message="nn.Linear stores its weight as (d_out, d_model)")
+class AttentionWithUntransposedWeights(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        q = x @ self.query.weight
+        k = context @ self.key.weight
+        v = context @ self.value.weight
+        return scaled_dot_product_attention(q, k, v, mask)
+
+
+@wrong_answer("SingleHeadAttention", message="x @ W needs (d_model, d_k) = (6, 4)")
+class AttentionWithMatricesStoredTheOtherWayRound(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Parameter(torch.randn(d_k, d_model) / math.sqrt(d_model))
+        self.key = nn.Parameter(torch.randn(d_k, d_model) / math.sqrt(d_model))
+        self.value = nn.Parameter(torch.randn(d_v, d_model) / math.sqrt(d_model))
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        return scaled_dot_product_attention(x @ self.query, context @ self.key, context @ self.value, mask)
+
+
+@wrong_answer("SingleHeadAttention", message="the keys were made with self.value; use their own projection self.key")
+class AttentionWithKeysMadeByTheValueProjection(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        return scaled_dot_product_attention(self.query(x), self.value(context), self.value(context), mask)
+
+
+@wrong_answer("SingleHeadAttention", message="the values were made with self.key; use their own projection")
+class AttentionWithValuesMadeByTheKeyProjection(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        return scaled_dot_product_attention(self.query(x), self.key(context), self.key(context), mask)
+
+
+@wrong_answer("SingleHeadAttention", message="the queries were made with self.key, the keys with self.query")
+class AttentionWithQueryAndKeyProjectionsSwapped(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        return scaled_dot_product_attention(self.key(x), self.query(context), self.value(context), mask)
+
+
+# Found by the fourth review -----------------------------------------------------------------------------
+
+
+@wrong_answer("attention_entropy", message="that is -Σ w log softmax(w)")
+def entropy_with_log_softmax_of_the_weights(weights):
+    return -(weights * torch.log_softmax(weights, dim=-1)).sum(dim=-1)
+
+
+@wrong_answer("attention_entropy", message="The functions of Python's math module take a single number")
+def entropy_with_math_log(weights):
+    return -(weights * math.log(weights)).sum(dim=-1)
+
+
+@wrong_answer("attention_entropy", message="the terms of the small weights are off")
+def entropy_with_a_large_clamp(weights):
+    return -(weights * weights.clamp(min=0.01).log()).sum(dim=-1)
+
+
+@wrong_answer("attention_entropy", message="a loop over a tensor goes over its first axis only")
+def entropy_looping_over_the_first_axis(weights):
+    return torch.stack([-torch.special.xlogy(item, item).sum() for item in weights])
+
+
+@wrong_answer("scaled_dot_product_attention", message="A softmax called without dim picks axis 1 itself")
+def attention_with_softmax_without_dim(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = nn.functional.softmax(scores)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="boolean indexing such as scores[~mask] = ... does not broadcast")
+def attention_masked_by_boolean_indexing(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores[~mask] = float("-inf")
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="every weight is nan, and only with the mask")
+def attention_adding_the_mask_times_minus_infinity(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores + (~mask) * float("-inf")
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="divided by 16, not by √d_k = √8. That is 2 · d_k")
+def attention_divided_by_d_k_to_the_power_1_over_2(q, k, v, mask=None):
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / d_k**1 / 2
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="divided by 4, not by √d_k = √8. That is d_k / 2")
+def attention_divided_by_d_k_to_the_power_1_over_2_in_brackets(q, k, v, mask=None):
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / (d_k**1 / 2)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="taken without keepdim=True")
+def attention_with_a_softmax_summed_without_keepdim(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    exponentials = torch.exp(scores)
+    weights = exponentials / exponentials.sum(dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="The last two axes are swapped")
+def attention_with_outputs_transposed(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return v.transpose(-2, -1) @ weights.transpose(-2, -1), weights
+
+
+@wrong_answer("SingleHeadAttention", message="the scores were divided by √5, not by √d_k = √4")
+class AttentionScaledByTheValueDimension(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        q, k, v = self.query(x), self.key(context), self.value(context)
+        scores = q @ k.mT / math.sqrt(v.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ v, weights
+
+
+@wrong_answer("SingleHeadAttention", message="your module masks them itself")
+class AttentionWithACausalMaskOfItsOwn(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        causal = torch.ones(x.shape[-2], context.shape[-2], dtype=torch.bool).tril()
+        mask = causal if mask is None else mask & causal
+        return scaled_dot_product_attention(self.query(x), self.key(context), self.value(context), mask)
+
+
+@wrong_answer("SingleHeadAttention", message="forward's parameters must come in the order the exercise gives")
+class AttentionTakingTheMaskSecond(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, mask=None, context=None):
+        context = x if context is None else context
+        return scaled_dot_product_attention(self.query(x), self.key(context), self.value(context), mask)
+
+
+# Found by the fifth review ------------------------------------------------------------------------------
+
+
+@wrong_answer("attention_entropy", message="boolean indexing such as weights[weights > 0], which flattens the rows")
+def entropy_of_the_nonzero_weights_picked_by_a_boolean_index(weights):
+    nonzero = weights[weights > 0]
+    return -(nonzero * nonzero.log()).sum(dim=-1)
+
+
+@wrong_answer("attention_entropy", message="that is -Σ w log(w + 0.001)")
+def entropy_with_an_eps_in_the_log(weights):
+    return -(weights * torch.log(weights + 1e-3)).sum(dim=-1)
+
+
+@wrong_answer("attention_entropy", message="that is the entropy of softmax(w)")
+def entropy_of_the_softmax_of_the_weights(weights):
+    probabilities = torch.softmax(weights, dim=-1)
+    return -(probabilities * probabilities.log()).sum(dim=-1)
+
+
+@wrong_answer("attention_entropy", message="is the keys' axis only for 2-D weights")
+def entropy_summed_over_axis_1(weights):
+    return -torch.special.xlogy(weights, weights).sum(dim=1)
+
+
+@wrong_answer("scaled_dot_product_attention", message="divided by √8, not by √d_k = √4. No axis of these inputs has")
+def attention_divided_by_a_fixed_square_root_of_8(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(8)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="your code handles a mask of shape (n_q, n_k) only")
+def attention_with_the_mask_given_two_axes_in_front(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask.view(1, 1, *mask.shape), float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="The cause is what your code does with the mask")
+def attention_with_the_mask_unsqueezed(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask.unsqueeze(1), float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="returns a pair, (values, indices), not a tensor")
+def attention_subtracting_the_pair_that_max_returns(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    exponentials = torch.exp(scores - scores.max(dim=-1, keepdim=True))
+    weights = exponentials / exponentials.sum(dim=-1, keepdim=True)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="the maximum over the keys taken without keepdim=True")
+def attention_subtracting_the_maximum_without_keepdim(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    exponentials = torch.exp(scores - scores.max(dim=-1).values)
+    weights = exponentials / exponentials.sum(dim=-1, keepdim=True)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="your code fails only with float64 inputs")
+def attention_with_the_softmax_in_float32(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores.float(), dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="torch.bmm takes exactly one batch axis")
+def attention_with_bmm(q, k, v, mask=None):
+    scores = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return torch.bmm(weights, v), weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="softmax(dim=-1) and d_k = q.shape[-1], so that any batch")
+def attention_with_d_k_from_axis_3(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[3])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="masked pairs get weight -inf, not 0")
+def attention_filling_the_weights_with_minus_infinity(q, k, v, mask=None):
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, float("-inf"))
+    return weights @ v, weights
+
+
+@wrong_answer("scaled_dot_product_attention", message="the weights you return are the scores, q kᵀ / √d_k")
+def attention_returning_the_scores(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, scores
+
+
+@wrong_answer("scaled_dot_product_attention", message="your weights are the logarithms of the right ones")
+def attention_with_log_softmax(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.log_softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong_answer("SingleHeadAttention", message="self.query and self.key start at zero")
+class AttentionWithProjectionsStartingAtZero(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Parameter(torch.zeros(d_model, d_k))
+        self.key = nn.Parameter(torch.zeros(d_model, d_k))
+        self.value = nn.Parameter(torch.zeros(d_model, d_v))
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        return scaled_dot_product_attention(x @ self.query, context @ self.key, context @ self.value, mask)
+
+
+@wrong_answer("SingleHeadAttention", message="trains parameters besides its three maps: self.query.bias (4,)")
+class AttentionWithBiasesOfZeros(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k)
+        self.key = nn.Linear(d_model, d_k)
+        self.value = nn.Linear(d_model, d_v)
+        for layer in (self.query, self.key, self.value):
+            nn.init.zeros_(layer.bias)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        return scaled_dot_product_attention(self.query(x), self.key(context), self.value(context), mask)
+
+
+@wrong_answer("SingleHeadAttention", message="your forward fails only when context is None")
+class AttentionUsingContextBeforeItsDefault(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        q, k, v = self.query(x), self.key(context), self.value(context)
+        if context is None:
+            k, v = self.key(x), self.value(x)
+        return scaled_dot_product_attention(q, k, v, mask)
+
+
+@wrong_answer("SingleHeadAttention", message="__init__ must call super().__init__() first")
+class AttentionWithoutSuperInit(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        return scaled_dot_product_attention(self.query(x), self.key(context), self.value(context), mask)

@@ -285,7 +285,7 @@ class PositionsStoppingOneShort(nn.Module):
         return x + self.embedding(torch.arange(x.shape[-2]))
 
 
-@wrong_answer("LearnedPositionalEmbedding", message="The positions' vectors must stay in the graph")
+@wrong_answer("LearnedPositionalEmbedding", message="returned a tensor that does not require gradients")
 class PositionsFromTheWeightsData(nn.Module):
     def __init__(self, max_len, d):
         super().__init__()
@@ -430,3 +430,391 @@ class PositionsWithAPaddingRow(nn.Module):
         if seq > self.embedding.num_embeddings:
             raise ValueError("longer than max_len")
         return x + self.embedding(torch.arange(seq))
+
+
+# Found by the third review ------------------------------------------------------------------------------
+
+
+@wrong_answer("sinusoidal_encoding", message="your rows are at 10 positions spread evenly from 0 to 10 included")
+def encoding_with_positions_from_linspace(length, d, n=10000.0):
+    angles = torch.linspace(0, length, length)[:, None] / n ** (torch.arange(0, d, 2) / d)
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2] = torch.sin(angles)
+    encoding[:, 1::2] = torch.cos(angles)
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="the cosines fill the first half and the sines the second")
+def encoding_with_cosines_then_sines(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] / n ** (2 * torch.arange(d // 2) / d)
+    return torch.cat([angles.cos(), angles.sin()], dim=-1)
+
+
+@wrong_answer("sinusoidal_encoding", message="your pairs of columns are the formula's, in another order")
+def encoding_with_the_slowest_pair_first(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] / n ** (torch.arange(d - 2, -1, -2) / d)
+    return torch.stack([torch.sin(angles), torch.cos(angles)], dim=-1).flatten(1)
+
+
+@wrong_answer("shift_matrix", message="turns column i together with column i + d/2")
+def shift_matrix_for_an_encoding_in_halves(delta, d, n=10000.0):
+    angles = delta * n ** (-torch.arange(0, d, 2) / d)
+    cos, sin = torch.diag(torch.cos(angles)), torch.diag(torch.sin(angles))
+    return torch.cat([torch.cat([cos, sin], dim=1), torch.cat([-sin, cos], dim=1)], dim=0)
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="x was multiplied by √d = √6 before adding")
+class EmbeddingScalingXBySqrtD(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        seq, d = x.shape[-2:]
+        if seq > self.embedding.num_embeddings:
+            raise ValueError(f"{seq} positions, but only {self.embedding.num_embeddings} are learned")
+        return x * math.sqrt(d) + self.embedding(torch.arange(seq))
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="gave different results in two calls with the same x")
+class EmbeddingWithATableMadeInForward(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        max_len, d = self.embedding.num_embeddings, self.embedding.embedding_dim
+        seq = x.shape[-2]
+        if seq > max_len:
+            raise ValueError(f"{seq} positions, but only {max_len} are learned")
+        table = nn.Embedding(max_len, d)
+        return x + table(torch.arange(seq))
+
+
+# Found by the fourth review -----------------------------------------------------------------------------
+
+
+@wrong_answer("sinusoidal_encoding", message="positions and 4 frequencies lie along the same axis")
+def encoding_with_positions_not_a_column(length, d, n=10000.0):
+    positions = torch.arange(length)  # (length,), a row like the frequencies
+    angles = positions * n ** (-torch.arange(0, d, 2) / d)
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2], encoding[:, 1::2] = angles.sin(), angles.cos()
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="a step in the first index picks every other row")
+def encoding_with_a_step_along_the_rows(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] * n ** (-torch.arange(0, d, 2) / d)  # (length, d/2)
+    encoding = torch.zeros(length, d)
+    encoding[0::2] = torch.sin(angles)
+    encoding[1::2] = torch.cos(angles)
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="Your angles have 5 columns, one per frequency, but d = 8")
+def encoding_with_one_frequency_too_many(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] / n ** (torch.arange(0, d + 1, 2) / d)  # 2i up to d included
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2], encoding[:, 1::2] = angles.sin(), angles.cos()
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="the power n ** 2i was taken before the division by d")
+def encoding_with_the_exponent_unbracketed(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] / n ** torch.arange(0, d, 2) / d
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2], encoding[:, 1::2] = angles.sin(), angles.cos()
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="the exponent is (2i+1)/d, from the odd columns")
+def encoding_with_the_odd_columns_exponents(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] / n ** (torch.arange(1, d, 2) / d)
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2], encoding[:, 1::2] = angles.sin(), angles.cos()
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="divided by ln 10 ≈ 2.303, as in exp(-(2i/d) · log10(n))")
+def encoding_with_a_base_ten_logarithm(length, d, n=10000.0):
+    frequencies = torch.exp(-torch.arange(0, d, 2) * math.log10(n) / d)
+    angles = torch.arange(length)[:, None] * frequencies
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2], encoding[:, 1::2] = angles.sin(), angles.cos()
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="divided by ln 2 ≈ 0.693, as in exp(-(2i/d) · log2(n))")
+def encoding_with_a_base_two_logarithm(length, d, n=10000.0):
+    frequencies = torch.exp(-torch.arange(0, d, 2) * math.log2(n) / d)
+    angles = torch.arange(length)[:, None] * frequencies
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2], encoding[:, 1::2] = angles.sin(), angles.cos()
+    return encoding
+
+
+@wrong_answer("shift_matrix", message="the 2×2 blocks of pairs 1, 2 and 3 are zero, as if never filled in")
+def shift_returned_inside_the_loop(delta, d, n=10000.0):
+    rotation = torch.zeros(d, d)
+    for i in range(0, d, 2):
+        angle = delta / n ** (i / d)
+        rotation[i, i], rotation[i, i + 1] = math.cos(angle), math.sin(angle)
+        rotation[i + 1, i], rotation[i + 1, i + 1] = -math.sin(angle), math.cos(angle)
+        return rotation
+
+
+@wrong_answer("shift_matrix", message="blocks of pairs 2 and 3 are the identity (a turn by 0), as if never filled")
+def shift_with_a_loop_over_half_the_columns(delta, d, n=10000.0):
+    rotation = torch.eye(d)
+    for i in range(0, d // 2, 2):
+        angle = delta / n ** (i / d)
+        rotation[i : i + 2, i : i + 2] = torch.tensor(
+            [[math.cos(angle), math.sin(angle)], [-math.sin(angle), math.cos(angle)]]
+        )
+    return rotation
+
+
+@wrong_answer("shift_matrix", message="returned a matrix of zeros: none of the 4 blocks was filled in")
+def shift_with_start_and_step_confused_in_range(delta, d, n=10000.0):
+    rotation = torch.zeros(d, d)
+    for i in range(d // 2, 2):  # meant: d // 2 pairs, in steps of 2
+        angle = delta / n ** (2 * i / d)
+        rotation[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor(
+            [[math.cos(angle), math.sin(angle)], [-math.sin(angle), math.cos(angle)]]
+        )
+    return rotation
+
+
+@wrong_answer("shift_matrix", message="assigned to a (4, 4) sub-grid broadcasts along every row")
+def shift_with_vectors_on_strided_sub_grids(delta, d, n=10000.0):
+    angles = delta * n ** (-torch.arange(0, d, 2) / d)
+    rotation = torch.zeros(d, d)
+    rotation[0::2, 0::2] = torch.cos(angles)
+    rotation[0::2, 1::2] = torch.sin(angles)
+    rotation[1::2, 0::2] = -torch.sin(angles)
+    rotation[1::2, 1::2] = torch.cos(angles)
+    return rotation
+
+
+@wrong_answer("shift_matrix", message="pair i's exponent is 2i/d, from its first column")
+def shift_with_the_odd_columns_exponents(delta, d, n=10000.0):
+    angles = delta / n ** (torch.arange(1, d, 2) / d)
+    return torch.block_diag(*[torch.stack([a.cos(), a.sin(), -a.sin(), a.cos()]).reshape(2, 2) for a in angles])
+
+
+@wrong_answer("shift_matrix", message="divided by ln 10 ≈ 2.303, as in exp(-(2i/d) · log10(n))")
+def shift_with_a_base_ten_logarithm(delta, d, n=10000.0):
+    angles = delta * torch.exp(-torch.arange(0, d, 2) * math.log10(n) / d)
+    return torch.block_diag(*[torch.stack([a.cos(), a.sin(), -a.sin(), a.cos()]).reshape(2, 2) for a in angles])
+
+
+@wrong_answer("shift_matrix", message="your angles are Δ / (d · n^(2i)), not Δ / n^(2i/d)")
+def shift_with_the_exponent_unbracketed(delta, d, n=10000.0):
+    angles = delta * n ** -torch.arange(0, d, 2) / d
+    return torch.block_diag(*[torch.stack([a.cos(), a.sin(), -a.sin(), a.cos()]).reshape(2, 2) for a in angles])
+
+
+@wrong_answer("shift_matrix", message="torch.block_diag takes each block as an argument of its own")
+def shift_with_the_blocks_in_one_list(delta, d, n=10000.0):
+    angles = delta / n ** (torch.arange(0, d, 2) / d)
+    blocks = [torch.tensor([[a.cos(), a.sin()], [-a.sin(), a.cos()]]) for a in angles]
+    return torch.block_diag(blocks)
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="the number of positions is x.shape[-2]; x.shape[-1] is d")
+class EmbeddingWithTheLengthFromTheLastAxis(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        seq = x.shape[-1]
+        if seq > self.embedding.num_embeddings:
+            raise ValueError(f"{seq} positions, but only {self.embedding.num_embeddings} are learned")
+        return x + self.embedding(torch.arange(seq))
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="vectors looked up or copied in __init__ are a snapshot")
+class EmbeddingLookedUpOnceInInit(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+        self.table = self.embedding(torch.arange(max_len))  # looked up once, to save time in forward
+
+    def forward(self, x):
+        seq = x.shape[-2]
+        if seq > self.embedding.num_embeddings:
+            raise ValueError(f"{seq} positions, but only {self.embedding.num_embeddings} are learned")
+        return x + self.table[:seq]
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="Yours is nn.Embedding(6, 10), the arguments swapped")
+class EmbeddingWithItsArgumentsSwapped(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(d, max_len)
+
+    def forward(self, x):
+        seq = x.shape[-2]
+        if seq > self.embedding.num_embeddings:
+            raise ValueError(f"{seq} positions, but only {self.embedding.num_embeddings} are learned")
+        return x + self.embedding(torch.arange(seq))
+
+
+@wrong_answer("sinusoidal_encoding", message="stacked (or concatenated) along the first axis and then reshaped")
+def encoding_stacked_on_the_first_axis(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] / n ** (torch.arange(0, d, 2) / d)
+    return torch.stack([angles.sin(), angles.cos()]).reshape(length, d)
+
+
+@wrong_answer("sinusoidal_encoding", message="the odd columns hold cos(sin(angle)), the cosine of the sine")
+def encoding_with_the_sine_taken_in_place(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] / n ** (torch.arange(0, d, 2) / d)
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2] = angles.sin_()
+    encoding[:, 1::2] = angles.cos_()
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="the exponent is 2i/(d-1); it is 2i/d")
+def encoding_with_the_exponent_over_d_minus_one(length, d, n=10000.0):
+    angles = torch.arange(length)[:, None] / n ** (torch.arange(0, d, 2) / (d - 1))
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2] = torch.sin(angles)
+    encoding[:, 1::2] = torch.cos(angles)
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="converted from degrees to radians (torch.deg2rad")
+def encoding_with_angles_converted_to_radians(length, d, n=10000.0):
+    angles = torch.deg2rad(torch.arange(length)[:, None] / n ** (torch.arange(0, d, 2) / d))
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2] = torch.sin(angles)
+    encoding[:, 1::2] = torch.cos(angles)
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="cannot grow to the shape (10, 4) of the result")
+def encoding_with_the_positions_multiplied_in_place(length, d, n=10000.0):
+    positions = torch.arange(length, dtype=torch.float32)[:, None]  # (length, 1)
+    angles = positions.mul_(n ** (-torch.arange(0, d, 2) / d))
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2] = torch.sin(angles)
+    encoding[:, 1::2] = torch.cos(angles)
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="its values are right, transposed")
+def encoding_transposed(length, d, n=10000.0):
+    angles = torch.arange(length)[None, :] / n ** (torch.arange(0, d, 2)[:, None] / d)  # (d/2, length)
+    encoding = torch.zeros(d, length)
+    encoding[0::2] = torch.sin(angles)
+    encoding[1::2] = torch.cos(angles)
+    return encoding
+
+
+@wrong_answer("sinusoidal_encoding", message="sines and cosines stored in it lose their fractions")
+def encoding_in_an_integer_table(length, d, n=10000.0):
+    positions = torch.arange(length)[:, None]  # (length, 1), integers
+    angles = positions / n ** (torch.arange(0, d, 2) / d)
+    encoding = torch.zeros_like(positions).repeat(1, d)  # (length, d), integers like the positions
+    encoding[:, 0::2] = torch.sin(angles)
+    encoding[:, 1::2] = torch.cos(angles)
+    return encoding
+
+
+@wrong_answer("shift_matrix", message="the block of pair i sits at rows and columns i and i+1, so the blocks overlap")
+def shift_with_overlapping_blocks(delta, d, n=10000.0):
+    rotation = torch.zeros(d, d)
+    for i in range(d // 2):
+        angle = delta / n ** (2 * i / d)
+        rotation[i : i + 2, i : i + 2] = torch.tensor(
+            [[math.cos(angle), math.sin(angle)], [-math.sin(angle), math.cos(angle)]]
+        )
+    return rotation
+
+
+@wrong_answer("shift_matrix", message="every entry of your blocks is ±cos(sin ω_iΔ)")
+def shift_with_the_sines_and_cosines_taken_in_place(delta, d, n=10000.0):
+    angles = delta * n ** (-torch.arange(0, d, 2) / d)
+    sin = angles.sin_()
+    cos = angles.cos_()
+    rotation = torch.zeros(d, d)
+    rotation[0::2, 0::2], rotation[0::2, 1::2] = torch.diag(cos), torch.diag(sin)
+    rotation[1::2, 0::2], rotation[1::2, 1::2] = torch.diag(-sin), torch.diag(cos)
+    return rotation
+
+
+@wrong_answer("shift_matrix", message="made from 8 angles, one per column of R. d = 8 columns make 4 pairs")
+def shift_with_one_angle_per_column(delta, d, n=10000.0):
+    angles = delta / n ** (torch.arange(d) / d)
+    rotation = torch.zeros(d, d)
+    rotation[0::2, 0::2], rotation[0::2, 1::2] = torch.diag(angles.cos()), torch.diag(angles.sin())
+    rotation[1::2, 0::2], rotation[1::2, 1::2] = torch.diag(-angles.sin()), torch.diag(angles.cos())
+    return rotation
+
+
+@wrong_answer("shift_matrix", message="your angles are ω_i Δ times π/180")
+def shift_with_angles_converted_to_radians(delta, d, n=10000.0):
+    angles = torch.deg2rad(delta * n ** (-torch.arange(0, d, 2) / d))
+    return torch.block_diag(*[torch.stack([a.cos(), a.sin(), -a.sin(), a.cos()]).reshape(2, 2) for a in angles])
+
+
+@wrong_answer("shift_matrix", message="turns as R(2) does: the sign of Δ is lost")
+def shift_from_the_encoding_of_the_distance(delta, d, n=10000.0):
+    distance = abs(delta)
+    angles = distance * n ** (-torch.arange(0, d, 2) / d)
+    return torch.block_diag(*[torch.stack([a.cos(), a.sin(), -a.sin(), a.cos()]).reshape(2, 2) for a in angles])
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="you added all 10 position vectors, those of positions 0 … 9")
+class EmbeddingAddingTheWholeTable(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        if x.shape[-2] > self.embedding.num_embeddings:
+            raise ValueError("too long")
+        return x + self.embedding.weight
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="You looked up a column of positions, shape (4, 1)")
+class EmbeddingOfAColumnOfPositions(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        seq = x.shape[-2]
+        if seq > self.embedding.num_embeddings:
+            raise ValueError("too long")
+        return x + self.embedding(torch.arange(seq)[:, None])
+
+
+@wrong_answer("LearnedPositionalEmbedding", message="your position vectors have an axis of their own in front")
+class EmbeddingWithABatchAxisOfItsOwn(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        seq = x.shape[-2]
+        if seq > self.embedding.num_embeddings:
+            raise ValueError("too long")
+        return x + self.embedding(torch.arange(seq)).unsqueeze(0)
+
+
+@wrong_answer(
+    "LearnedPositionalEmbedding", message="the length check counts the vectors of every sequence in the batch"
+)
+class EmbeddingCountingEveryVector(nn.Module):
+    def __init__(self, max_len, d):
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d)
+
+    def forward(self, x):
+        if x.numel() // x.shape[-1] > self.embedding.num_embeddings:
+            raise ValueError("too long")
+        return x + self.embedding(torch.arange(x.shape[-2]))

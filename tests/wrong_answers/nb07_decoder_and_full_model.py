@@ -2,6 +2,7 @@
 
 import math
 
+import torch
 from torch import nn
 
 # Later exercises call earlier ones by name, as in the notebook; the rest is reference code there.
@@ -373,6 +374,151 @@ class DecoderLayerNormalisingItsPreLNOutput(nn.Module):
         return self.norm3(x + self.feed_forward(x))
 
 
+@wrong_answer("DecoderLayer", message="the cross-attention got self_mask, the causal mask")
+class DecoderLayerGivingTheCrossAttentionTheSelfMask(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=self_mask)[0]
+            x = x + self.cross_attention(self.norm2(x), context=memory, mask=self_mask)[0]
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        x = self.norm2(x + self.cross_attention(x, context=memory, mask=self_mask)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="the self-attention got memory_mask, the source")
+class DecoderLayerGivingTheSelfAttentionTheMemoryMask(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=memory_mask)[0]
+            x = x + self.cross_attention(self.norm2(x), context=memory, mask=memory_mask)[0]
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.self_attention(x, mask=memory_mask)[0])
+        x = self.norm2(x + self.cross_attention(x, context=memory, mask=memory_mask)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="the cross-attention's queries came from the layer's input x")
+class DecoderLayerWithCrossAttentionQueriesFromItsInput(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            h = x + self.self_attention(self.norm1(x), mask=self_mask)[0]
+            h = h + self.cross_attention(self.norm2(x), context=memory, mask=memory_mask)[0]
+            return h + self.feed_forward(self.norm3(h))
+        h = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        h = self.norm2(h + self.cross_attention(x, context=memory, mask=memory_mask)[0])
+        return self.norm3(h + self.feed_forward(h))
+
+
+@wrong_answer("DecoderLayer", message="feed-forward network steps are x = x + norm(sublayer(x))")
+class DecoderLayerNormalisingTheSublayersOutputs(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=self_mask)[0]
+            x = x + self.cross_attention(self.norm2(x), context=memory, mask=memory_mask)[0]
+            return x + self.feed_forward(self.norm3(x))
+        x = x + self.norm1(self.self_attention(x, mask=self_mask)[0])
+        x = x + self.norm2(self.cross_attention(x, context=memory, mask=memory_mask)[0])
+        return x + self.norm3(self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="norm(x) + sublayer(norm(x)): the residual connection starts from")
+class DecoderLayerWithResidualsFromTheNormalisedStream(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            h = self.norm1(x)
+            x = h + self.self_attention(h, mask=self_mask)[0]
+            h = self.norm2(x)
+            x = h + self.cross_attention(h, context=memory, mask=memory_mask)[0]
+            h = self.norm3(x)
+            return h + self.feed_forward(h)
+        x = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        x = self.norm2(x + self.cross_attention(x, context=memory, mask=memory_mask)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="the self-attention got a causal mask made up in your code")
+class DecoderLayerMakingItsOwnCausalMask(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        n = x.shape[1]
+        causal = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=causal)[0]
+            x = x + self.cross_attention(self.norm2(x), context=memory, mask=memory_mask)[0]
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.self_attention(x, mask=causal)[0])
+        x = self.norm2(x + self.cross_attention(x, context=memory, mask=memory_mask)[0])
+        return self.norm3(x + self.feed_forward(x))
+
+
+@wrong_answer("DecoderLayer", message="the feed-forward network step is x = x + sublayer(x), with no norm: what norm3")
+class DecoderLayerWithoutItsLastNorm(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.cross_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1, self.norm2, self.norm3 = LayerNorm(d_model), LayerNorm(d_model), LayerNorm(d_model)
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm_first:
+            x = x + self.self_attention(self.norm1(x), mask=self_mask)[0]
+            x = x + self.cross_attention(self.norm2(x), context=memory, mask=memory_mask)[0]
+            return x + self.feed_forward(self.norm3(x))
+        x = self.norm1(x + self.self_attention(x, mask=self_mask)[0])
+        x = self.norm2(x + self.cross_attention(x, context=memory, mask=memory_mask)[0])
+        return x + self.feed_forward(x)
+
+
 # Exercise 2: Decoder -------------------------------------------------------------------------------------
 
 
@@ -482,6 +628,62 @@ class DecoderMaskingTheLastLayerOnly(nn.Module):
         for number, layer in enumerate(self.layers):
             last = number == len(self.layers) - 1
             x = layer(x, memory, self_mask if last else None, memory_mask if last else None)
+        return x if self.norm is None else self.norm(x)
+
+
+@wrong_answer("Decoder", message="layer 2 got layer 1's output, the target stream, as its memory")
+class DecoderPassingEachLayersOutputOnAsTheMemory(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        for layer in self.layers:
+            x = layer(x, memory, self_mask, memory_mask)
+            memory = x
+        return x if self.norm is None else self.norm(x)
+
+
+@wrong_answer("Decoder", message="layer 1 got the target x, the stack's input, as its memory")
+class DecoderGivingTheStreamAsTheMemory(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        for layer in self.layers:
+            memory = x
+            x = layer(x, memory, self_mask, memory_mask)
+        return x if self.norm is None else self.norm(x)
+
+
+@wrong_answer("Decoder", message="self.norm is applied to the input, before the first layer")
+class DecoderNormalisingItsInput(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        if self.norm is not None:
+            x = self.norm(x)
+        for layer in self.layers:
+            x = layer(x, memory, self_mask, memory_mask)
+        return x
+
+
+@wrong_answer("Decoder", message="every layer computes post-LN, though norm_first=True asks for pre-LN in every")
+class DecoderLeavingNormFirstOutOfItsLayers(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff) for _ in range(num_layers))
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None):
+        for layer in self.layers:
+            x = layer(x, memory, self_mask, memory_mask)
         return x if self.norm is None else self.norm(x)
 
 
@@ -839,6 +1041,402 @@ class TransformerWithTheEncodingBroadcastOverTheBatch(nn.Module):
     def embed(self, tokens, table):
         positions = sinusoidal_encoding(tokens.shape[0], self.d_model)[:, None, :]
         return table(tokens) * math.sqrt(self.d_model) + positions
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="the model returns log-probabilities")
+class TransformerReturningLogProbabilities(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return table(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(tokens.shape[-1], self.d_model)
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask)).log_softmax(
+            -1
+        )
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="and is right when both have 5: one side used a length taken from the other")
+class TransformerAddingTheSourcesEncodingToTheTarget(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        positions = sinusoidal_encoding(src.shape[1], self.d_model)
+        scale = math.sqrt(self.d_model)
+        memory = self.encoder(self.src_embedding(src) * scale + positions, src_mask)
+        target = self.tgt_embedding(tgt) * scale + positions
+        return self.output(self.decoder(target, memory, tgt_mask, src_mask))
+
+
+@wrong_answer("Transformer", message="self.output's weight is self.tgt_embedding's weight")
+class TransformerTyingTheOutputToTheTargetEmbedding(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+        self.output.weight = self.tgt_embedding.weight
+
+    def embed(self, tokens, table):
+        return table(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(tokens.shape[-1], self.d_model)
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="the decoder got a causal mask made up in your code, not the tgt_mask")
+class TransformerMakingItsOwnCausalMask(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return table(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(tokens.shape[-1], self.d_model)
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        n = tgt.shape[1]
+        causal = torch.ones(n, n, dtype=torch.bool).tril()
+        return self.decode(tgt, self.encode(src, src_mask), causal, src_mask)
+
+
+@wrong_answer("Transformer", message="the source side (encode) is embedded wrongly and the target side rightly")
+class TransformerNotScalingTheSourceEmbeddings(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return table(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(tokens.shape[-1], self.d_model)
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.src_embedding(src) + sinusoidal_encoding(src.shape[-1], self.d_model), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="embed is not implemented yet")
+class TransformerDoingEverythingInForward(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        raise NotImplementedError()
+
+    def encode(self, src, src_mask=None):
+        raise NotImplementedError()
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        raise NotImplementedError()
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        scale = math.sqrt(self.d_model)
+        source = self.src_embedding(src) * scale + sinusoidal_encoding(src.shape[-1], self.d_model)
+        target = self.tgt_embedding(tgt) * scale + sinusoidal_encoding(tgt.shape[-1], self.d_model)
+        return self.output(self.decoder(target, self.encoder(source, src_mask), tgt_mask, src_mask))
+
+
+@wrong_answer("Transformer", message="returns (batch, n_tgt, d_model), the decoder")
+class TransformerWhoseDecodeLeavesOutTheOutputLayer(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return table(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(tokens.shape[-1], self.d_model)
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.output(self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask))
+
+
+@wrong_answer("Transformer", message="self.output has no bias")
+class TransformerWithAnOutputLayerWithoutBias(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab, bias=False)
+
+    def embed(self, tokens, table):
+        return table(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(tokens.shape[-1], self.d_model)
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="entries that small would be drowned by the encoding")
+class TransformerWithEmbeddingsOfStandardDeviationOneOverDModel(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=1 / d_model)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return table(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(tokens.shape[-1], self.d_model)
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer(
+    "Transformer", message="is right when both have d_model = 8 words: the positional encoding has d_model rows"
+)
+class TransformerSwappingTheEncodingsArguments(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return table(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(self.d_model, tokens.shape[-1])
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="the positional encoding is sinusoidal_encoding(d_model, seq_len) transposed")
+class TransformerTransposingASwappedEncoding(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        positions = sinusoidal_encoding(self.d_model, tokens.shape[1]).T  # (seq, d_model), so that it adds
+        return table(tokens) * math.sqrt(self.d_model) + positions
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="the embeddings are divided by √d_model, not multiplied by it")
+class TransformerDividingTheEmbeddingsByTheRootOfDModel(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return table(tokens) / math.sqrt(self.d_model) + sinusoidal_encoding(tokens.shape[-1], self.d_model)
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="self.encoder is a post-LN stack (no final norm, post-LN layers), but norm_first")
+class TransformerBuildingItsEncoderWithoutNormFirst(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return table(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(tokens.shape[-1], self.d_model)
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="self.encoder and self.decoder are post-LN stacks")
+class TransformerPassingNormFirstToNeitherStack(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return table(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(tokens.shape[-1], self.d_model)
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        return self.output(self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="self.encoder has 6 layers; num_layers=2 asks for 2 layers in each stack")
+class TransformerWithSixLayersFixed(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(6, d_model, num_heads, d_ff, norm_first)  # as in the original transformer
+        self.decoder = Decoder(6, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        return table(tokens) * math.sqrt(self.d_model) + sinusoidal_encoding(tokens.shape[-1], self.d_model)
 
     def encode(self, src, src_mask=None):
         return self.encoder(self.embed(src, self.src_embedding), src_mask)

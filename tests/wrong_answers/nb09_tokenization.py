@@ -39,6 +39,52 @@ def count_pairs_sorted(ids):
     return dict(sorted(counts.items()))
 
 
+@wrong_answer("count_pairs", message="the first pair")
+def count_pairs_starting_at_position_1(ids):
+    counts = {}
+    for i in range(1, len(ids) - 1):
+        pair = (ids[i], ids[i + 1])
+        counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
+@wrong_answer("count_pairs", message="every pair is reversed")
+def count_pairs_with_reversed_pairs(ids):
+    counts = {}
+    for i in range(len(ids) - 1):
+        pair = (ids[i + 1], ids[i])
+        counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
+@wrong_answer("count_pairs", message="a pair of a token with itself")
+def count_pairs_skipping_a_token_next_to_itself(ids):
+    counts = {}
+    for a, b in zip(ids, ids[1:]):
+        if a != b:  # a token next to itself taken for no pair
+            counts[(a, b)] = counts.get((a, b), 0) + 1
+    return counts
+
+
+@wrong_answer("count_pairs", message="you counted every two ids of the list, neighbours or not")
+def count_pairs_of_any_two_ids(ids):
+    from itertools import combinations
+
+    counts = {}
+    for pair in combinations(ids, 2):
+        counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
+@wrong_answer("count_pairs", message="the last id has no next id")
+def count_pairs_reading_past_the_end(ids):
+    counts = {}
+    for i in range(len(ids)):
+        pair = (ids[i], ids[i + 1])  # at the last id, ids[i + 1] does not exist
+        counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
 # Exercise 2: merge ---------------------------------------------------------------------------------------
 
 
@@ -99,6 +145,69 @@ def merge_scanning_from_the_right(ids, pair, new_id):
             merged.append(ids[i])
             i -= 1
     return merged[::-1]
+
+
+@wrong_answer("merge", message="The digits of an id were joined with a neighbour's")
+def merge_by_replacing_text(ids, pair, new_id):
+    text = " ".join(str(i) for i in ids)
+    text = text.replace(f"{pair[0]} {pair[1]}", str(new_id))  # "11 2" holds "1 2" too
+    return [int(number) for number in text.split()]
+
+
+@wrong_answer("merge", message="a list never equals a tuple")
+def merge_comparing_a_slice_with_the_tuple(ids, pair, new_id):
+    merged = []
+    i = 0
+    while i < len(ids):
+        if ids[i : i + 2] == pair:  # a list, never equal to the tuple
+            merged.append(new_id)
+            i += 2
+        else:
+            merged.append(ids[i])
+            i += 1
+    return merged
+
+
+@wrong_answer("merge", message="A pair starts only at positions 0 … len(ids) - 2")
+def merge_reading_past_the_end(ids, pair, new_id):
+    merged = []
+    i = 0
+    while i < len(ids):
+        if ids[i] == pair[0] and ids[i + 1] == pair[1]:  # at the last id, ids[i + 1] does not exist
+            merged.append(new_id)
+            i += 2
+        else:
+            merged.append(ids[i])
+            i += 1
+    return merged
+
+
+@wrong_answer("merge", message="you replaced where only the first id matched")
+def merge_comparing_the_first_id_only(ids, pair, new_id):
+    merged = []
+    i = 0
+    while i < len(ids):
+        if i + 1 < len(ids) and ids[i] == pair[0]:  # the second id is never compared
+            merged.append(new_id)
+            i += 2
+        else:
+            merged.append(ids[i])
+            i += 1
+    return merged
+
+
+@wrong_answer("merge", message="you compared the pair reversed")
+def merge_comparing_the_reversed_pair(ids, pair, new_id):
+    merged = []
+    i = 0
+    while i < len(ids):
+        if i + 1 < len(ids) and (ids[i + 1], ids[i]) == pair:
+            merged.append(new_id)
+            i += 2
+        else:
+            merged.append(ids[i])
+            i += 1
+    return merged
 
 
 # Exercise 3: train_bpe -----------------------------------------------------------------------------------
@@ -217,6 +326,48 @@ def train_bpe_without_stopping(text, num_merges):
     return merges
 
 
+@wrong_answer("train_bpe", message="nor made by a merge so far")
+def train_bpe_with_the_next_unused_id(text, num_merges):
+    ids = list(text.encode())
+    merges = []
+    for _ in range(num_merges):
+        counts = count_pairs(ids)
+        if not counts:
+            break
+        pair = max(counts, key=counts.get)
+        ids = merge(ids, pair, max(ids) + 1)  # one more than the largest id in the sequence
+        merges.append(pair)
+    return merges
+
+
+@wrong_answer("train_bpe", message="keeps merges from earlier calls")
+def train_bpe_with_a_default_list(text, num_merges, merges=[]):  # noqa: B006 (the mistake kept here)
+    ids = list(text.encode())
+    for i in range(num_merges):
+        counts = count_pairs(ids)
+        if not counts:
+            break
+        pair = max(counts, key=counts.get)
+        ids = merge(ids, pair, 256 + i)
+        merges.append(pair)
+    return merges
+
+
+@wrong_answer("train_bpe", message="as if the pairs were counted once, before any merge")
+def train_bpe_counting_once(text, num_merges):
+    ids = list(text.encode())
+    counts = count_pairs(ids)  # counted once, before any merge
+    merges = []
+    for i in range(num_merges):
+        if not counts:
+            break
+        pair = max(counts, key=counts.get)
+        del counts[pair]
+        ids = merge(ids, pair, 256 + i)
+        merges.append(pair)
+    return merges
+
+
 # Exercise 4: encode --------------------------------------------------------------------------------------
 
 
@@ -273,7 +424,7 @@ def encode_characters(text, merges):
     return ids
 
 
-@wrong_answer("encode", message="another order than the one in which they were learned")
+@wrong_answer("encode", message="the merges were not applied one after another, in learned order")
 def encode_by_sorted_pairs(text, merges):
     ids = list(text.encode())
     for pair in sorted(merges):
@@ -298,6 +449,67 @@ def encode_by_longest_match(text, merges):
         ids.append(vocab[data[start:end]])
         start = end
     return ids
+
+
+@wrong_answer("encode", message="each merge started again from the text's bytes")
+def encode_merging_into_the_bytes_each_time(text, merges):
+    ids = list(text.encode())
+    result = ids
+    for i, pair in enumerate(merges):
+        result = merge(ids, pair, 256 + i)  # ids never changes: each merge starts from the bytes
+    return result
+
+
+@wrong_answer("encode", message="you stopped at the first merge whose pair is absent")
+def encode_stopping_at_an_absent_pair(text, merges):
+    ids = list(text.encode())
+    for i, pair in enumerate(merges):
+        if pair not in count_pairs(ids):
+            break
+        ids = merge(ids, pair, 256 + i)
+    return ids
+
+
+@wrong_answer("encode", message="only the first merge was applied")
+def encode_returning_inside_the_loop(text, merges):
+    ids = list(text.encode())
+    for i, pair in enumerate(merges):
+        ids = merge(ids, pair, 256 + i)
+        return ids
+    return ids
+
+
+@wrong_answer("encode", message="the last merge of the list was never applied")
+def encode_stopping_one_merge_short(text, merges):
+    ids = list(text.encode())
+    for i in range(len(merges) - 1):
+        ids = merge(ids, merges[i], 256 + i)
+    return ids
+
+
+@wrong_answer("encode", message="you encoded each word (each part between spaces) on its own")
+def encode_word_by_word(text, merges):
+    ids = []
+    for n, word in enumerate(text.split(" ")):
+        if n:
+            ids.append(32)  # the space between words
+        word_ids = list(word.encode())
+        for i, pair in enumerate(merges):
+            word_ids = merge(word_ids, pair, 256 + i)
+        ids += word_ids
+    return ids
+
+
+@wrong_answer("encode", message="the pair present whose merge was learned last")
+def encode_by_the_highest_rank_first(text, merges):
+    rank = {pair: i for i, pair in enumerate(merges)}
+    ids = list(text.encode())
+    while True:
+        present = [pair for pair in count_pairs(ids) if pair in rank]
+        if not present:
+            return ids
+        pair = max(present, key=rank.get)  # the merge learned last
+        ids = merge(ids, pair, 256 + rank[pair])
 
 
 # Exercise 5: decode --------------------------------------------------------------------------------------
@@ -366,3 +578,83 @@ def decode_replacing_each_invalid_byte(ids, merges):
             text += "\ufffd"  # no character starts here: replace this byte
             i += 1
     return text
+
+
+@wrong_answer("decode", message="With no ids to read, the crash came from the merges")
+def decode_with_merges_of_bytes_only(ids, merges):
+    vocab = {b: bytes([b]) for b in range(256)}
+    for i, (first, second) in enumerate(merges):
+        vocab[256 + i] = bytes([first, second])  # fails once a part is a merged id, 256 or above
+    return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")
+
+
+@wrong_answer("decode", message="Build the bytes of each merged token in the order of the merges")
+def decode_with_ids_from_257(ids, merges):
+    vocab = {b: bytes([b]) for b in range(256)}
+    for i, (first, second) in enumerate(merges, 1):
+        vocab[256 + i] = vocab[first] + vocab[second]
+    return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")
+
+
+@wrong_answer("decode", message="str() of bytes gives the way they are written in code")
+def decode_with_str(ids, merges):
+    vocab = [bytes([b]) for b in range(256)]
+    for first, second in merges:
+        vocab.append(vocab[first] + vocab[second])
+    return str(b"".join(vocab[i] for i in ids))
+
+
+@wrong_answer("decode", message="the valid characters around them were lost too")
+def decode_replacing_the_whole_text(ids, merges):
+    vocab = [bytes([b]) for b in range(256)]
+    for first, second in merges:
+        vocab.append(vocab[first] + vocab[second])
+    try:
+        return b"".join(vocab[i] for i in ids).decode("utf-8")
+    except UnicodeDecodeError:
+        return "\ufffd"
+
+
+@wrong_answer("decode", message='you decoded with errors="backslashreplace"')
+def decode_with_backslashes(ids, merges):
+    vocab = [bytes([b]) for b in range(256)]
+    for first, second in merges:
+        vocab.append(vocab[first] + vocab[second])
+    return b"".join(vocab[i] for i in ids).decode("utf-8", errors="backslashreplace")
+
+
+@wrong_answer("decode", message="the two parts of a merged token were joined in the wrong order")
+def decode_with_the_parts_swapped(ids, merges):
+    vocab = [bytes([b]) for b in range(256)]
+    for first, second in merges:
+        vocab.append(vocab[second] + vocab[first])
+    return b"".join(vocab[i] for i in ids).decode("utf-8", errors="replace")
+
+
+@wrong_answer("decode", message="bytes(...) makes bytes from ints")
+def decode_with_bytes_of_byte_strings(ids, merges):
+    vocab = [bytes([b]) for b in range(256)]
+    for first, second in merges:
+        vocab.append(vocab[first] + vocab[second])
+    return bytes(vocab[i] for i in ids).decode("utf-8", errors="replace")
+
+
+@wrong_answer("decode", message="you joined the tokens' bytes with b' ' between them")
+def decode_joining_with_spaces(ids, merges):
+    vocab = [bytes([b]) for b in range(256)]
+    for first, second in merges:
+        vocab.append(vocab[first] + vocab[second])
+    return b" ".join(vocab[i] for i in ids).decode("utf-8", errors="replace")
+
+
+@wrong_answer("decode", message="a merged token whose parts are merged tokens too was left out")
+def decode_merged_tokens_one_level_deep(ids, merges):
+    data = b""
+    for i in ids:
+        if i < 256:
+            data += bytes([i])
+        else:
+            first, second = merges[i - 256]
+            if first < 256 and second < 256:  # a token made of merged tokens is skipped
+                data += bytes([first, second])
+    return data.decode("utf-8", errors="replace")

@@ -214,6 +214,157 @@ class GPTBlockPassingTheMaskAsTheContext(nn.Module):
         return x + self.mlp(self.ln_2(x))
 
 
+@wrong_answer("GPTBlock", message="the mask's size was taken from the batch axis")
+class GPTBlockWithTheMaskSizedByTheBatch(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        n = x.size(0)
+        causal = torch.tril(torch.ones(n, n, dtype=torch.bool))
+        x = x + self.attention(self.ln_1(x), mask=causal)[0]
+        return x + self.mlp(self.ln_2(x))
+
+
+@wrong_answer("GPTBlock", message="there is no residual connection around the MLP")
+class GPTBlockWithoutTheMLPsResidual(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        causal = torch.ones(seq, seq, dtype=torch.bool).tril()
+        x = x + self.attention(self.ln_1(x), mask=causal)[0]
+        return self.mlp(self.ln_2(x))
+
+
+@wrong_answer("GPTBlock", message="there is no residual connection around the attention")
+class GPTBlockWithoutTheAttentionsResidual(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        causal = torch.ones(seq, seq, dtype=torch.bool).tril()
+        x = self.attention(self.ln_1(x), mask=causal)[0]
+        return x + self.mlp(self.ln_2(x))
+
+
+@wrong_answer("GPTBlock", message="changing self.ln_2's weights leaves the output as it was")
+class GPTBlockNormalisingWithLn1Twice(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        causal = torch.ones(seq, seq, dtype=torch.bool).tril()
+        x = x + self.attention(self.ln_1(x), mask=causal)[0]
+        return x + self.mlp(self.ln_1(x))
+
+
+@wrong_answer("GPTBlock", message="has no activation between its two nn.Linear layers")
+class GPTBlockWithoutAnActivation(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        causal = torch.ones(seq, seq, dtype=torch.bool).tril()
+        x = x + self.attention(self.ln_1(x), mask=causal)[0]
+        return x + self.mlp(self.ln_2(x))
+
+
+@wrong_answer("GPTBlock", message="the GELU comes after the MLP's second nn.Linear")
+class GPTBlockWithTheGELULast(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.Linear(4 * d_model, d_model), nn.GELU())
+
+    def forward(self, x):
+        seq = x.shape[1]
+        causal = torch.ones(seq, seq, dtype=torch.bool).tril()
+        x = x + self.attention(self.ln_1(x), mask=causal)[0]
+        return x + self.mlp(self.ln_2(x))
+
+
+@wrong_answer("GPTBlock", message="(tril(), not tril(diagonal=-1))")
+class GPTBlockWithoutTheDiagonal(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        before = torch.ones(seq, seq, dtype=torch.bool).tril(diagonal=-1)  # strictly before: position 0 sees nothing
+        x = x + self.attention(self.ln_1(x), mask=before)[0]
+        return x + self.mlp(self.ln_2(x))
+
+
+@wrong_answer("GPTBlock", message="the layer norms are applied to the sublayers' outputs")
+class GPTBlockNormalisingTheOutputs(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        causal = torch.ones(seq, seq, dtype=torch.bool).tril()
+        x = x + self.ln_1(self.attention(x, mask=causal)[0])
+        return x + self.ln_2(self.mlp(x))
+
+
+@wrong_answer("GPTBlock", message="self.attention was built with its two sizes the other way round")
+class GPTBlockWithTheAttentionSizesSwapped(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(num_heads, d_model)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        causal = torch.ones(seq, seq, dtype=torch.bool).tril()
+        x = x + self.attention(self.ln_1(x), mask=causal)[0]
+        return x + self.mlp(self.ln_2(x))
+
+
+@wrong_answer("GPTBlock", message="changed its input x in place (with `+=`")
+class GPTBlockAddingInPlace(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        causal = torch.ones(seq, seq, dtype=torch.bool).tril()
+        x += self.attention(self.ln_1(x), mask=causal)[0]
+        x += self.mlp(self.ln_2(x))
+        return x
+
+
 # Exercise 2: GPT -----------------------------------------------------------------------------------------
 
 
@@ -499,13 +650,276 @@ class GPTWithoutTheLengthCheck(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
-@wrong_answer("GPT", message="starts with standard deviation")
+@wrong_answer("GPT", message="This is nn.Embedding's N(0, 1): with it the tied output layer starts with logits")
 class GPTWithEmbeddingsOfStandardDeviationOne(nn.Module):
     def __init__(self, vocab_size, block_size, d_model, num_heads, num_layers):
         super().__init__()
         self.block_size = block_size
         self.token_embedding = nn.Embedding(vocab_size, d_model)
         self.position_embedding = nn.Embedding(block_size, d_model)
+        self.blocks = nn.ModuleList(GPTBlock(d_model, num_heads) for _ in range(num_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.lm_head.weight = self.token_embedding.weight
+
+    def forward(self, ids):
+        seq = ids.shape[1]
+        if seq > self.block_size:
+            raise ValueError(f"{seq} tokens is more than block_size = {self.block_size}")
+        x = self.token_embedding(ids) + self.position_embedding(torch.arange(seq))
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+@wrong_answer("GPT", message="the model returns probabilities, a softmax of the logits")
+class GPTReturningProbabilities(nn.Module):
+    def __init__(self, vocab_size, block_size, d_model, num_heads, num_layers):
+        super().__init__()
+        self.block_size = block_size
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        self.position_embedding = nn.Embedding(block_size, d_model)
+        nn.init.normal_(self.token_embedding.weight, std=0.02)
+        nn.init.normal_(self.position_embedding.weight, std=0.02)
+        self.blocks = nn.ModuleList(GPTBlock(d_model, num_heads) for _ in range(num_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.lm_head.weight = self.token_embedding.weight
+
+    def forward(self, ids):
+        seq = ids.shape[1]
+        if seq > self.block_size:
+            raise ValueError(f"{seq} tokens is more than block_size = {self.block_size}")
+        x = self.token_embedding(ids) + self.position_embedding(torch.arange(seq))
+        for block in self.blocks:
+            x = block(x)
+        return F.softmax(self.lm_head(self.ln_f(x)), dim=-1)
+
+
+@wrong_answer("GPT", message="the model returns log-probabilities")
+class GPTReturningLogProbabilities(nn.Module):
+    def __init__(self, vocab_size, block_size, d_model, num_heads, num_layers):
+        super().__init__()
+        self.block_size = block_size
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        self.position_embedding = nn.Embedding(block_size, d_model)
+        nn.init.normal_(self.token_embedding.weight, std=0.02)
+        nn.init.normal_(self.position_embedding.weight, std=0.02)
+        self.blocks = nn.ModuleList(GPTBlock(d_model, num_heads) for _ in range(num_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.lm_head.weight = self.token_embedding.weight
+
+    def forward(self, ids):
+        seq = ids.shape[1]
+        if seq > self.block_size:
+            raise ValueError(f"{seq} tokens is more than block_size = {self.block_size}")
+        x = self.token_embedding(ids) + self.position_embedding(torch.arange(seq))
+        for block in self.blocks:
+            x = block(x)
+        return F.log_softmax(self.lm_head(self.ln_f(x)), dim=-1)
+
+
+@wrong_answer("GPT", message="which is nn.Linear's default initialisation")
+class GPTTiedTheOtherWayAfterTheInitialisation(nn.Module):
+    def __init__(self, vocab_size, block_size, d_model, num_heads, num_layers):
+        super().__init__()
+        self.block_size = block_size
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        self.position_embedding = nn.Embedding(block_size, d_model)
+        nn.init.normal_(self.token_embedding.weight, std=0.02)
+        nn.init.normal_(self.position_embedding.weight, std=0.02)
+        self.blocks = nn.ModuleList(GPTBlock(d_model, num_heads) for _ in range(num_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.token_embedding.weight = self.lm_head.weight
+
+    def forward(self, ids):
+        seq = ids.shape[1]
+        if seq > self.block_size:
+            raise ValueError(f"{seq} tokens is more than block_size = {self.block_size}")
+        x = self.token_embedding(ids) + self.position_embedding(torch.arange(seq))
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+@wrong_answer("GPT", message="A sequence of block_size tokens fits")
+class GPTRejectingAFullBlock(nn.Module):
+    def __init__(self, vocab_size, block_size, d_model, num_heads, num_layers):
+        super().__init__()
+        self.block_size = block_size
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        self.position_embedding = nn.Embedding(block_size, d_model)
+        nn.init.normal_(self.token_embedding.weight, std=0.02)
+        nn.init.normal_(self.position_embedding.weight, std=0.02)
+        self.blocks = nn.ModuleList(GPTBlock(d_model, num_heads) for _ in range(num_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.lm_head.weight = self.token_embedding.weight
+
+    def forward(self, ids):
+        seq = ids.shape[1]
+        if seq >= self.block_size:
+            raise ValueError(f"{seq} tokens is longer than block_size = {self.block_size}")
+        x = self.token_embedding(ids) + self.position_embedding(torch.arange(seq))
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+@wrong_answer("GPT", message="ln_f is applied after every block")
+class GPTNormalisingAfterEveryBlock(nn.Module):
+    def __init__(self, vocab_size, block_size, d_model, num_heads, num_layers):
+        super().__init__()
+        self.block_size = block_size
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        self.position_embedding = nn.Embedding(block_size, d_model)
+        nn.init.normal_(self.token_embedding.weight, std=0.02)
+        nn.init.normal_(self.position_embedding.weight, std=0.02)
+        self.blocks = nn.ModuleList(GPTBlock(d_model, num_heads) for _ in range(num_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.lm_head.weight = self.token_embedding.weight
+
+    def forward(self, ids):
+        seq = ids.shape[1]
+        if seq > self.block_size:
+            raise ValueError(f"{seq} tokens is more than block_size = {self.block_size}")
+        x = self.token_embedding(ids) + self.position_embedding(torch.arange(seq))
+        for block in self.blocks:
+            x = self.ln_f(block(x))
+        return self.lm_head(x)
+
+
+@wrong_answer("GPT", message="ln_f is applied before the blocks")
+class GPTNormalisingBeforeTheBlocks(nn.Module):
+    def __init__(self, vocab_size, block_size, d_model, num_heads, num_layers):
+        super().__init__()
+        self.block_size = block_size
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        self.position_embedding = nn.Embedding(block_size, d_model)
+        nn.init.normal_(self.token_embedding.weight, std=0.02)
+        nn.init.normal_(self.position_embedding.weight, std=0.02)
+        self.blocks = nn.ModuleList(GPTBlock(d_model, num_heads) for _ in range(num_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.lm_head.weight = self.token_embedding.weight
+
+    def forward(self, ids):
+        seq = ids.shape[1]
+        if seq > self.block_size:
+            raise ValueError(f"{seq} tokens is more than block_size = {self.block_size}")
+        x = self.ln_f(self.token_embedding(ids) + self.position_embedding(torch.arange(seq)))
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(x)
+
+
+@wrong_answer("GPT", message="the position vectors were taken for all block_size positions")
+class GPTAddingEveryPosition(nn.Module):
+    def __init__(self, vocab_size, block_size, d_model, num_heads, num_layers):
+        super().__init__()
+        self.block_size = block_size
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        self.position_embedding = nn.Embedding(block_size, d_model)
+        nn.init.normal_(self.token_embedding.weight, std=0.02)
+        nn.init.normal_(self.position_embedding.weight, std=0.02)
+        self.blocks = nn.ModuleList(GPTBlock(d_model, num_heads) for _ in range(num_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.lm_head.weight = self.token_embedding.weight
+
+    def forward(self, ids):
+        seq = ids.shape[1]
+        if seq > self.block_size:
+            raise ValueError(f"{seq} tokens is more than block_size = {self.block_size}")
+        x = self.token_embedding(ids) + self.position_embedding(torch.arange(self.block_size))
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+@wrong_answer("GPT", message="the position vectors start far larger than the token vectors")
+class GPTWithPositionsOfStandardDeviationOne(nn.Module):
+    def __init__(self, vocab_size, block_size, d_model, num_heads, num_layers):
+        super().__init__()
+        self.block_size = block_size
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        self.position_embedding = nn.Embedding(block_size, d_model)
+        nn.init.normal_(self.token_embedding.weight, std=0.02)
+        self.blocks = nn.ModuleList(GPTBlock(d_model, num_heads) for _ in range(num_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.lm_head.weight = self.token_embedding.weight
+
+    def forward(self, ids):
+        seq = ids.shape[1]
+        if seq > self.block_size:
+            raise ValueError(f"{seq} tokens is more than block_size = {self.block_size}")
+        x = self.token_embedding(ids) + self.position_embedding(torch.arange(seq))
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+@wrong_answer("GPT", message="the blocks are not chained")
+class GPTWithTheBlocksNotChained(nn.Module):
+    def __init__(self, vocab_size, block_size, d_model, num_heads, num_layers):
+        super().__init__()
+        self.block_size = block_size
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        self.position_embedding = nn.Embedding(block_size, d_model)
+        nn.init.normal_(self.token_embedding.weight, std=0.02)
+        nn.init.normal_(self.position_embedding.weight, std=0.02)
+        self.blocks = nn.ModuleList(GPTBlock(d_model, num_heads) for _ in range(num_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.lm_head.weight = self.token_embedding.weight
+
+    def forward(self, ids):
+        seq = ids.shape[1]
+        if seq > self.block_size:
+            raise ValueError(f"{seq} tokens is more than block_size = {self.block_size}")
+        x = self.token_embedding(ids) + self.position_embedding(torch.arange(seq))
+        for block in self.blocks:
+            h = block(x)  # every block reads the embeddings
+        return self.lm_head(self.ln_f(h))
+
+
+@wrong_answer("GPT", message="does not register the blocks as parts of the model")
+class GPTWithAPythonListOfBlocks(nn.Module):
+    def __init__(self, vocab_size, block_size, d_model, num_heads, num_layers):
+        super().__init__()
+        self.block_size = block_size
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        self.position_embedding = nn.Embedding(block_size, d_model)
+        nn.init.normal_(self.token_embedding.weight, std=0.02)
+        nn.init.normal_(self.position_embedding.weight, std=0.02)
+        self.blocks = [GPTBlock(d_model, num_heads) for _ in range(num_layers)]
+        self.ln_f = nn.LayerNorm(d_model)
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.lm_head.weight = self.token_embedding.weight
+
+    def forward(self, ids):
+        seq = ids.shape[1]
+        if seq > self.block_size:
+            raise ValueError(f"{seq} tokens is more than block_size = {self.block_size}")
+        x = self.token_embedding(ids) + self.position_embedding(torch.arange(seq))
+        for block in self.blocks:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+@wrong_answer("GPT", message="its second positional argument is the mean")
+class GPTInitialisedWithTheMeanAt002(nn.Module):
+    def __init__(self, vocab_size, block_size, d_model, num_heads, num_layers):
+        super().__init__()
+        self.block_size = block_size
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        self.position_embedding = nn.Embedding(block_size, d_model)
+        nn.init.normal_(self.token_embedding.weight, 0.02)
+        nn.init.normal_(self.position_embedding.weight, 0.02)
         self.blocks = nn.ModuleList(GPTBlock(d_model, num_heads) for _ in range(num_layers))
         self.ln_f = nn.LayerNorm(d_model)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
@@ -571,6 +985,41 @@ def next_token_loss_with_log_of_softmax(logits, ids):
 def next_token_loss_as_a_new_tensor(logits, ids):
     loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
     return torch.tensor(loss.item())
+
+
+@wrong_answer("next_token_loss", message="does not lie in memory in order")
+def next_token_loss_viewing_a_slice(logits, ids):
+    vocab = logits.size(-1)
+    return F.cross_entropy(logits[:, :-1].view(-1, vocab), ids[:, 1:].view(-1))
+
+
+@wrong_answer("next_token_loss", message="F.cross_entropy takes the classes on axis 1")
+def next_token_loss_with_the_vocabulary_last(logits, ids):
+    return F.cross_entropy(logits[:, :-1], ids[:, 1:])
+
+
+@wrong_answer("next_token_loss", message="F.nll_loss was given the logits")
+def next_token_loss_by_nll_of_the_logits(logits, ids):
+    return F.nll_loss(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+
+
+@wrong_answer("next_token_loss", message="you flattened before shifting")
+def next_token_loss_flattened_before_the_shift(logits, ids):
+    vocab = logits.shape[-1]
+    return F.cross_entropy(logits.reshape(-1, vocab)[:-1], ids.reshape(-1)[1:])
+
+
+@wrong_answer("next_token_loss", message="the log-softmax ran over the positions (dim=1)")
+def next_token_loss_normalised_over_the_positions(logits, ids):
+    log_probs = F.log_softmax(logits, dim=1)  # (batch, seq, vocab)
+    return -log_probs[:, :-1].gather(-1, ids[:, 1:, None]).mean()
+
+
+@wrong_answer("next_token_loss", message="you divided the summed loss by batch · seq")
+def next_token_loss_divided_by_every_token(logits, ids):
+    vocab = logits.shape[-1]
+    total = F.cross_entropy(logits[:, :-1].reshape(-1, vocab), ids[:, 1:].reshape(-1), reduction="sum")
+    return total / ids.numel()
 
 
 # Exercise 4: next_token_probabilities -----------------------------------------------------------------------
@@ -739,6 +1188,110 @@ def filtered_probabilities_not_renormalised(logits, temperature=1.0, top_k=None,
     return probs
 
 
+@wrong_answer("next_token_probabilities", message="torch.topk cannot choose more values than there are")
+def top_k_not_limited_to_the_vocabulary(logits, temperature=1.0, top_k=None, top_p=None):
+    if temperature == 0:
+        return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).to(logits.dtype)
+    logits = logits / temperature
+    if top_k is not None:
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None:
+        ordered, order = logits.softmax(dim=-1).sort(dim=-1, descending=True)
+        remove = ordered.cumsum(dim=-1) - ordered >= top_p
+        logits = logits.masked_fill(remove.scatter(-1, order, remove), float("-inf"))
+    return logits.softmax(dim=-1)
+
+
+@wrong_answer("next_token_probabilities", message="you applied the temperature after filtering")
+def temperature_after_filtering(logits, temperature=1.0, top_k=None, top_p=None):
+    if temperature == 0:
+        return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).to(logits.dtype)
+    if top_k is not None:
+        kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None:
+        ordered, order = logits.softmax(dim=-1).sort(dim=-1, descending=True)
+        remove = ordered.cumsum(dim=-1) - ordered >= top_p
+        logits = logits.masked_fill(remove.scatter(-1, order, remove), float("-inf"))
+    return (logits / temperature).softmax(dim=-1)
+
+
+@wrong_answer("next_token_probabilities", message="one token per row; return a distribution")
+def greedy_returning_token_ids(logits, temperature=1.0, top_k=None, top_p=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    logits = logits / temperature
+    if top_k is not None:
+        kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None:
+        ordered, order = logits.softmax(dim=-1).sort(dim=-1, descending=True)
+        remove = ordered.cumsum(dim=-1) - ordered >= top_p
+        logits = logits.masked_fill(remove.scatter(-1, order, remove), float("-inf"))
+    return logits.softmax(dim=-1)
+
+
+@wrong_answer("next_token_probabilities", message="applied that mask to the logits in vocabulary order")
+def top_p_mask_left_in_sorted_order(logits, temperature=1.0, top_k=None, top_p=None):
+    if temperature == 0:
+        return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).to(logits.dtype)
+    logits = logits / temperature
+    if top_k is not None:
+        kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None:
+        ordered = logits.softmax(dim=-1).sort(dim=-1, descending=True).values
+        remove = ordered.cumsum(dim=-1) - ordered >= top_p
+        logits = logits.masked_fill(remove, float("-inf"))
+    return logits.softmax(dim=-1)
+
+
+@wrong_answer("next_token_probabilities", message="Given one row at a time, it is right")
+def top_k_threshold_without_its_axis(logits, temperature=1.0, top_k=None, top_p=None):
+    if temperature == 0:
+        return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).to(logits.dtype)
+    logits = logits / temperature
+    if top_k is not None:
+        kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1]  # (batch,)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None:
+        ordered, order = logits.softmax(dim=-1).sort(dim=-1, descending=True)
+        remove = ordered.cumsum(dim=-1) - ordered >= top_p
+        logits = logits.masked_fill(remove.scatter(-1, order, remove), float("-inf"))
+    return logits.softmax(dim=-1)
+
+
+@wrong_answer("next_token_probabilities", message="you applied a softmax to probabilities")
+def filtered_probabilities_through_a_second_softmax(logits, temperature=1.0, top_k=None, top_p=None):
+    if temperature == 0:
+        return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).to(logits.dtype)
+    probs = (logits / temperature).softmax(dim=-1)
+    if top_k is not None:
+        kth = probs.topk(min(top_k, probs.shape[-1]), dim=-1).values[:, -1:]
+        probs = probs.masked_fill(probs < kth, 0.0)
+    if top_p is not None:
+        ordered, order = probs.sort(dim=-1, descending=True)
+        remove = ordered.cumsum(dim=-1) - ordered >= top_p
+        probs = probs.masked_fill(remove.scatter(-1, order, remove), 0.0)
+    return probs.softmax(dim=-1)  # meant to renormalise
+
+
+@wrong_answer("next_token_probabilities", message="the softmax ran over the batch axis (dim=0)")
+def softmax_over_the_batch(logits, temperature=1.0, top_k=None, top_p=None):
+    if temperature == 0:
+        return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).to(logits.dtype)
+    logits = logits / temperature
+    if top_k is not None:
+        kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None:
+        ordered, order = logits.softmax(dim=-1).sort(dim=-1, descending=True)
+        remove = ordered.cumsum(dim=-1) - ordered >= top_p
+        logits = logits.masked_fill(remove.scatter(-1, order, remove), float("-inf"))
+    return logits.softmax(dim=0)
+
+
 # Exercise 5: generate ---------------------------------------------------------------------------------------
 
 
@@ -842,3 +1395,54 @@ def generate_returning_only_the_new_tokens(
             new.append(torch.multinomial(probs, 1, generator=generator))
             ids = torch.cat([ids, new[-1]], dim=1)
     return torch.cat(new, dim=1)
+
+
+@wrong_answer("generate", message="do not squeeze that axis away")
+def generate_squeezing_the_new_tokens(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    ids = prompt_ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = model(ids[:, -model.block_size :])[:, -1]
+            probs = next_token_probabilities(logits, temperature, top_k, top_p)
+            next_ids = torch.multinomial(probs, num_samples=1, generator=generator).squeeze(-1)
+            ids = torch.cat([ids, next_ids], dim=1)
+    return ids
+
+
+@wrong_answer("generate", message="passes top_k and top_p on to next_token_probabilities in the wrong order")
+def generate_passing_top_p_as_top_k(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    ids = prompt_ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = model(ids[:, -model.block_size :])[:, -1]
+            probs = next_token_probabilities(logits, temperature, top_p, top_k)
+            ids = torch.cat([ids, torch.multinomial(probs, 1, generator=generator)], dim=1)
+    return ids
+
+
+@wrong_answer("generate", message="the model was called once for")
+def generate_from_one_forward_pass(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    with torch.no_grad():
+        logits = model(prompt_ids[:, -model.block_size :])[:, -1]
+        probs = next_token_probabilities(logits, temperature, top_k, top_p)
+        new = torch.multinomial(probs, max_new_tokens, replacement=True, generator=generator)
+    return torch.cat([prompt_ids, new], dim=1)
+
+
+@wrong_answer("generate", message="third positional argument is replacement")
+def generate_passing_the_generator_by_position(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    ids = prompt_ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = model(ids[:, -model.block_size :])[:, -1]
+            probs = next_token_probabilities(logits, temperature, top_k, top_p)
+            ids = torch.cat([ids, torch.multinomial(probs, 1, generator)], dim=1)
+    return ids

@@ -142,6 +142,55 @@ class KVCachePuttingTheNewPositionsFirst:
         return keys, values
 
 
+@wrong_answer("KVCache", message="the cache counts or keeps only the newest positions")
+class KVCacheKeepingOnlyTheNewestPositions:
+    def __init__(self):
+        self.keys, self.values = None, None
+
+    def __len__(self):
+        return 0 if self.keys is None else self.keys.shape[2]
+
+    def append(self, keys, values):
+        if self.keys is None:
+            self.keys, self.values = keys, values
+            return keys, values
+        all_keys = torch.cat([self.keys, keys], dim=2)
+        all_values = torch.cat([self.values, values], dim=2)
+        self.keys, self.values = keys, values  # the joined tensors are returned, not kept
+        return all_keys, all_values
+
+
+@wrong_answer("KVCache", message="the values returned for the new positions are their keys")
+class KVCacheJoiningTheKeysToTheValues:
+    def __init__(self):
+        self.keys, self.values = None, None
+
+    def __len__(self):
+        return 0 if self.keys is None else self.keys.shape[2]
+
+    def append(self, keys, values):
+        if self.keys is None:
+            self.keys, self.values = keys, values
+        else:
+            self.keys = torch.cat([self.keys, keys], dim=2)
+            self.values = torch.cat([self.values, keys], dim=2)  # a copy-paste slip
+        return self.keys, self.values
+
+
+@wrong_answer("KVCache", message="That was len() of an empty cache, which must be 0")
+class KVCacheCountingTheThirdAxisOfAnEmptyTensor:
+    def __init__(self):
+        self.keys, self.values = torch.tensor([]), torch.tensor([])  # shape (0,): torch.cat skips it
+
+    def __len__(self):
+        return self.keys.shape[2]
+
+    def append(self, keys, values):
+        self.keys = torch.cat([self.keys, keys], dim=2)
+        self.values = torch.cat([self.values, values], dim=2)
+        return self.keys, self.values
+
+
 # Exercise 2: cached_block_forward --------------------------------------------------------------------------
 
 
@@ -272,6 +321,114 @@ def cached_block_forward_with_the_first_norm_twice(block, x, cache):
     return x + block.mlp(block.ln_1(x))
 
 
+@wrong_answer("cached_block_forward", message="F.scaled_dot_product_attention ADDS a float attn_mask")
+def cached_block_forward_with_a_mask_of_ones_and_zeros(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, past + new).tril(diagonal=past)  # 1.0 and 0.0, not True and False
+    x = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=visible))
+    return x + block.mlp(block.ln_2(x))
+
+
+@wrong_answer("cached_block_forward", message="the mask's diagonal is one place too far right")
+def cached_block_forward_letting_each_position_see_the_next(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past + 1)
+    x = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=visible))
+    return x + block.mlp(block.ln_2(x))
+
+
+@wrong_answer("cached_block_forward", message="without the output projection")
+def cached_block_forward_merging_the_heads_without_the_projection(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
+    heads = F.scaled_dot_product_attention(q, keys, values, attn_mask=visible)  # (batch, heads, new, d_head)
+    batch, num_heads, _, d_head = heads.shape
+    x = x + heads.transpose(1, 2).reshape(batch, new, num_heads * d_head)
+    return x + block.mlp(block.ln_2(x))
+
+
+@wrong_answer("cached_block_forward", message="the queries are projected from x without ln_1")
+def cached_block_forward_with_queries_of_the_unnormalised_input(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    q, _, _ = block.attention.project_heads(x)
+    _, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
+    x = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=visible))
+    return x + block.mlp(block.ln_2(x))
+
+
+@wrong_answer("cached_block_forward", message="the MLP's output is added to the block's input x")
+def cached_block_forward_adding_the_mlp_to_the_input(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
+    h = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=visible))
+    return x + block.mlp(block.ln_2(h))
+
+
+@wrong_answer("cached_block_forward", message="the MLP's output replaces its input")
+def cached_block_forward_without_the_mlp_residual(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
+    x = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=visible))
+    return block.mlp(block.ln_2(x))
+
+
+@wrong_answer("cached_block_forward", message="It is wrong already with nothing cached")
+def cached_block_forward_with_the_residual_from_the_normalised_input(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    h = block.ln_1(x)
+    q, k, v = block.attention.project_heads(h)
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
+    x = h + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=visible))
+    return x + block.mlp(block.ln_2(x))
+
+
+@wrong_answer("cached_block_forward", message="tril and triu are swapped")
+def cached_block_forward_with_triu(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, past + new, dtype=torch.bool).triu(diagonal=past)
+    x = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=visible))
+    return x + block.mlp(block.ln_2(x))
+
+
+@wrong_answer("cached_block_forward", message="divided by d_head = 6, not by its square root")
+def cached_block_forward_scaled_by_d_head(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
+    scores = q @ keys.transpose(-2, -1) / q.shape[-1]  # the square root forgotten
+    weights = scores.masked_fill(~visible, -math.inf).softmax(dim=-1)
+    x = x + block.attention.project_output(weights @ values)
+    return x + block.mlp(block.ln_2(x))
+
+
+@wrong_answer("cached_block_forward", message="the softmax runs over the queries (dim=-2)")
+def cached_block_forward_with_the_softmax_over_the_queries(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
+    scores = q @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    weights = torch.nan_to_num(scores.masked_fill(~visible, -math.inf).softmax(dim=-2))
+    x = x + block.attention.project_output(weights @ values)
+    return x + block.mlp(block.ln_2(x))
+
+
 # Exercise 3: cached_logits -------------------------------------------------------------------------------
 
 
@@ -325,6 +482,45 @@ def cached_logits_with_positions_from_one(model, ids, caches):
 @wrong_answer("cached_logits", message="every new token gets the same position embedding")
 def cached_logits_with_one_position_for_all_new_tokens(model, ids, caches):
     x = model.token_embedding(ids) + model.position_embedding(torch.tensor(len(caches[0])))
+    for block, cache in zip(model.blocks, caches):
+        x = cached_block_forward(block, x, cache)
+    return model.lm_head(model.ln_f(x))
+
+
+@wrong_answer("cached_logits", message="the number of sentences, ids.shape[0]")
+def cached_logits_counting_the_new_tokens_along_the_batch(model, ids, caches):
+    past = len(caches[0])
+    positions = torch.arange(past, past + ids.shape[0])
+    x = model.token_embedding(ids) + model.position_embedding(positions)
+    for block, cache in zip(model.blocks, caches):
+        x = cached_block_forward(block, x, cache)
+    return model.lm_head(model.ln_f(x))
+
+
+@wrong_answer("cached_logits", message="crashed before it used the model's embeddings")
+def cached_logits_with_positions_ending_at_the_number_of_new_tokens(model, ids, caches):
+    past, new = len(caches[0]), ids.shape[1]
+    positions = torch.arange(past, new)
+    x = model.token_embedding(ids) + model.position_embedding(positions)
+    for block, cache in zip(model.blocks, caches):
+        x = cached_block_forward(block, x, cache)
+    return model.lm_head(model.ln_f(x))
+
+
+@wrong_answer("cached_logits", message="is len(caches), the number of blocks")
+def cached_logits_counting_the_caches(model, ids, caches):
+    past = len(caches)  # meant: the positions cached
+    x = model.token_embedding(ids) + model.position_embedding(torch.arange(past, past + ids.shape[1]))
+    for block, cache in zip(model.blocks, caches):
+        x = cached_block_forward(block, x, cache)
+    return model.lm_head(model.ln_f(x))
+
+
+@wrong_answer("cached_logits", message="give it a 1-D tensor of the")
+def cached_logits_with_the_positions_as_a_column(model, ids, caches):
+    past = len(caches[0])
+    positions = torch.arange(past, past + ids.shape[1])[:, None]  # (new, 1)
+    x = model.token_embedding(ids) + model.position_embedding(positions)
     for block, cache in zip(model.blocks, caches):
         x = cached_block_forward(block, x, cache)
     return model.lm_head(model.ln_f(x))
@@ -442,6 +638,82 @@ def generate_cached_feeding_the_newest_token_without_its_axis(
             probabilities = next_token_probabilities(logits, temperature, top_k, top_p)
             ids = torch.cat([ids, torch.multinomial(probabilities, 1, generator=generator)], dim=1)
             logits = cached_logits(model, ids[:, -1], caches)[:, -1]
+    return ids
+
+
+@wrong_answer("generate_cached", message="repeats one and the same cache n times")
+def generate_cached_with_one_cache_repeated(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    caches = [KVCache()] * len(model.blocks)
+    ids = newest = prompt_ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = cached_logits(model, newest, caches)[:, -1]
+            probabilities = next_token_probabilities(logits, temperature, top_k, top_p)
+            newest = torch.multinomial(probabilities, 1, generator=generator)
+            ids = torch.cat([ids, newest], dim=1)
+    return ids
+
+
+@wrong_answer("generate_cached", message="every token is the one drawn without top_p=0.8")
+def generate_cached_without_top_p(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    caches = [KVCache() for _ in model.blocks]
+    ids = newest = prompt_ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = cached_logits(model, newest, caches)[:, -1]
+            probabilities = next_token_probabilities(logits, temperature, top_k)
+            newest = torch.multinomial(probabilities, 1, generator=generator)
+            ids = torch.cat([ids, newest], dim=1)
+    return ids
+
+
+@wrong_answer("generate_cached", message="Pass temperature, top_k and top_p on in next_token_probabilities's order")
+def generate_cached_with_top_k_and_top_p_swapped(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    caches = [KVCache() for _ in model.blocks]
+    ids = newest = prompt_ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = cached_logits(model, newest, caches)[:, -1]
+            probabilities = next_token_probabilities(logits, temperature, top_p, top_k)
+            newest = torch.multinomial(probabilities, 1, generator=generator)
+            ids = torch.cat([ids, newest], dim=1)
+    return ids
+
+
+@wrong_answer("generate_cached", message="max_new_tokens counts the new tokens only")
+def generate_cached_up_to_max_new_tokens_in_all(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    caches = [KVCache() for _ in model.blocks]
+    ids = newest = prompt_ids
+    with torch.no_grad():
+        while ids.shape[1] < max_new_tokens:
+            logits = cached_logits(model, newest, caches)[:, -1]
+            probabilities = next_token_probabilities(logits, temperature, top_k, top_p)
+            newest = torch.multinomial(probabilities, 1, generator=generator)
+            ids = torch.cat([ids, newest], dim=1)
+    return ids
+
+
+@wrong_answer("generate_cached", message="that is one token more than asked")
+def generate_cached_with_one_step_too_many(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    caches = [KVCache() for _ in model.blocks]
+    with torch.no_grad():
+        logits = cached_logits(model, prompt_ids, caches)[:, -1]
+        first = torch.multinomial(next_token_probabilities(logits, temperature, top_k, top_p), 1, generator=generator)
+        ids = torch.cat([prompt_ids, first], dim=1)
+        for _ in range(max_new_tokens):  # the prompt's step already wrote one
+            logits = cached_logits(model, ids[:, -1:], caches)[:, -1]
+            probabilities = next_token_probabilities(logits, temperature, top_k, top_p)
+            ids = torch.cat([ids, torch.multinomial(probabilities, 1, generator=generator)], dim=1)
     return ids
 
 
@@ -633,7 +905,7 @@ def blockwise_attention_choosing_zero_after_dividing(q, k, v, mask=None, is_caus
     return torch.where(running_sum > 0, out / running_sum, 0.0)
 
 
-@wrong_answer("blockwise_attention", message="divided by the number of keys")
+@wrong_answer("blockwise_attention", message="divided by √n_k = √")
 def blockwise_attention_scaled_by_the_number_of_keys(q, k, v, mask=None, is_causal=False, block_size=64):
     n_q, n_k = q.shape[-2], k.shape[-2]
     shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
@@ -827,3 +1099,191 @@ def blockwise_attention_averaging_the_blocks_softmaxes(q, k, v, mask=None, is_ca
             scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
         outputs.append(torch.softmax(scores, dim=-1).nan_to_num(0.0) @ v[..., start:end, :])
     return sum(outputs) / len(outputs)
+
+
+@wrong_answer("blockwise_attention", message=".T reverses every axis of a 4-D tensor")
+def blockwise_attention_transposing_with_dot_t(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].T / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+        weights = torch.exp(scores - shift)
+        rescale = torch.exp(running_max - shift)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="look at what is sliced per block")
+def blockwise_attention_slicing_the_mask_along_the_queries(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end, :], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+        weights = torch.exp(scores - shift)
+        rescale = torch.exp(running_max - shift)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="scores of a block of queries against every key")
+def blockwise_attention_over_blocks_of_queries(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    outputs = []
+    for start in range(0, n_q, block_size):  # blocks of queries, each with a softmax over every key
+        end = min(start + block_size, n_q)
+        scores = q[..., start:end, :] @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., block, n_k)
+        if mask is not None:
+            scores = scores.masked_fill(~(mask if mask.shape[-2] == 1 else mask[..., start:end, :]), -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(n_k) > torch.arange(start, end)[:, None], -math.inf)
+        largest = scores.amax(dim=-1, keepdim=True)
+        weights = torch.exp(scores - largest.masked_fill(largest == -math.inf, 0.0))
+        total = weights.sum(dim=-1, keepdim=True)
+        outputs.append(weights @ v / total.masked_fill(total == 0, 1.0))
+    return torch.cat(outputs, dim=-2)
+
+
+@wrong_answer("blockwise_attention", message="feature by feature")
+def blockwise_attention_with_scores_by_broadcasting(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        products = q[..., :, None, :] * k[..., None, start:end, :]  # (..., n_q, block, d_k)
+        scores = products.sum(dim=-1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+        weights = torch.exp(scores - shift)
+        rescale = torch.exp(running_max - shift)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="look at its sign, exp(m - m')")
+def blockwise_attention_rescaling_by_the_inverse_factor(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+        weights = torch.exp(scores - shift)
+        rescale = torch.exp(shift - running_max)  # the sign flipped
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="the causal mask is transposed, (block, n_q)")
+def blockwise_attention_with_the_causal_mask_transposed(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            later = torch.arange(start, end)[:, None] > torch.arange(n_q)  # (block, n_q)
+            scores = scores.masked_fill(later, -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+        weights = torch.exp(scores - shift)
+        rescale = torch.exp(running_max - shift)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="Keep the axis (keepdim=True)")
+def blockwise_attention_summing_without_keepdim(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+        weights = torch.exp(scores - shift)
+        rescale = torch.exp(running_max - shift)
+        running_sum = running_sum * rescale + weights.sum(dim=-1)  # (..., n_q): the key axis dropped
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("blockwise_attention", message="the square root of the number of keys (or of a block's keys)")
+def blockwise_attention_scaled_by_the_block_width(q, k, v, mask=None, is_causal=False, block_size=64):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    running_max = torch.full((*shape, n_q, 1), -math.inf)
+    running_sum = torch.zeros(*shape, n_q, 1)
+    out = torch.zeros(*shape, n_q, v.shape[-1])
+    for start in range(0, n_k, block_size):
+        end = min(start + block_size, n_k)
+        scores = q @ k[..., start:end, :].transpose(-2, -1) / math.sqrt(end - start)
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., start:end], -math.inf)
+        if is_causal:
+            scores = scores.masked_fill(torch.arange(start, end) > torch.arange(n_q)[:, None], -math.inf)
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        shift = new_max.masked_fill(new_max == -math.inf, 0.0)
+        weights = torch.exp(scores - shift)
+        rescale = torch.exp(running_max - shift)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        out = out * rescale + weights @ v[..., start:end, :]
+        running_max = new_max
+    return out / running_sum.masked_fill(running_sum == 0, 1.0)

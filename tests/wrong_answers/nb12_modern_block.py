@@ -103,6 +103,94 @@ class RMSNormOverTheSequence(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(dim=1, keepdim=True) + self.eps) * self.weight
 
 
+@wrong_answer("RMSNorm", message="not at ones")
+class RMSNormWithTheGainAtZero(nn.Module):
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
+
+
+@wrong_answer("RMSNorm", message="not at ones")
+class RMSNormWithARandomGain(nn.Module):
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.randn(d_model))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
+
+
+@wrong_answer("RMSNorm", message="without keepdim=True")
+class RMSNormWithoutKeepdim(nn.Module):
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(dim=-1) + self.eps) * self.weight
+
+
+@wrong_answer("RMSNorm", message="leaves ε out")
+class RMSNormWithoutEps(nn.Module):
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        return x / x.pow(2).mean(dim=-1, keepdim=True).sqrt() * self.weight
+
+
+@wrong_answer("RMSNorm", message="uses ε = 1e-08 whatever eps")
+class RMSNormWithATinyFixedEps(nn.Module):
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + 1e-8) * self.weight
+
+
+@wrong_answer("RMSNorm", message="without taking its square root")
+class RMSNormWithoutTheRoot(nn.Module):
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        return x / (x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
+
+
+@wrong_answer("RMSNorm", message="multiplies by the gain before normalising")
+class RMSNormScalingBeforeNormalising(nn.Module):
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        scaled = x * self.weight
+        return scaled * torch.rsqrt(scaled.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+
+
+@wrong_answer("RMSNorm", message="divides by the mean of |x|")
+class RMSNormOverTheMeanAbsoluteValue(nn.Module):
+    def __init__(self, d_model, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x):
+        return x / (x.abs().mean(dim=-1, keepdim=True) + self.eps) * self.weight
+
+
 # Exercise 2: apply_rope ----------------------------------------------------------------------------------
 
 
@@ -198,6 +286,75 @@ def apply_rope_with_the_angles_transposed(x, positions, base=10000.0):
     return torch.cat([first * angles.cos() - second * angles.sin(), first * angles.sin() + second * angles.cos()], -1)
 
 
+@wrong_answer("apply_rope", message="does not require gradients")
+def apply_rope_without_gradients(x, positions, base=10000.0):
+    with torch.no_grad():  # "positions are not learned"
+        d_head = x.shape[-1]
+        angles = positions[:, None].float() * base ** (-torch.arange(0, d_head, 2).float() / d_head)
+        first, second = x[..., : d_head // 2], x[..., d_head // 2 :]
+        cos, sin = angles.cos(), angles.sin()
+        return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
+
+
+@wrong_answer("apply_rope", message="uses the frequencies base^(+2i/d)")
+def apply_rope_without_the_minus_sign(x, positions, base=10000.0):
+    d_head = x.shape[-1]
+    angles = positions[:, None].float() * base ** (torch.arange(0, d_head, 2).float() / d_head)
+    first, second = x[..., : d_head // 2], x[..., d_head // 2 :]
+    cos, sin = angles.cos(), angles.sin()
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
+
+
+@wrong_answer("apply_rope", message="counts the pairs from i = 1")
+def apply_rope_counting_pairs_from_one(x, positions, base=10000.0):
+    d_head = x.shape[-1]
+    i = torch.arange(1, d_head // 2 + 1).float()
+    angles = positions[:, None].float() * base ** (-2 * i / d_head)
+    first, second = x[..., : d_head // 2], x[..., d_head // 2 :]
+    cos, sin = angles.cos(), angles.sin()
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
+
+
+@wrong_answer("apply_rope", message="gives the second half the wrong sign")
+def apply_rope_with_a_minus_in_both_halves(x, positions, base=10000.0):
+    d_head = x.shape[-1]
+    angles = positions[:, None].float() * base ** (-torch.arange(0, d_head, 2).float() / d_head)
+    first, second = x[..., : d_head // 2], x[..., d_head // 2 :]
+    cos, sin = angles.cos(), angles.sin()
+    return torch.cat([first * cos - second * sin, first * sin - second * cos], dim=-1)
+
+
+@wrong_answer("apply_rope", message="but by other angles than m·θ_i")
+def apply_rope_with_frequencies_one_over_one_plus(x, positions, base=10000.0):
+    d_head = x.shape[-1]
+    theta = 1.0 / (1 + base * torch.arange(0, d_head, 2).float() / d_head)  # base^(-2i/d) misread
+    angles = positions[:, None].float() * theta
+    first, second = x[..., : d_head // 2], x[..., d_head // 2 :]
+    cos, sin = angles.cos(), angles.sin()
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
+
+
+@wrong_answer("apply_rope", message="leaves pairs 2 to 3 as they are")
+def apply_rope_turning_half_the_pairs(x, positions, base=10000.0):
+    d_head = x.shape[-1]
+    theta = base ** (-torch.arange(0, d_head // 2, 2).float() / d_head)  # (d_head/4,): the range stops at d/2
+    theta = F.pad(theta, (0, d_head // 4))  # (d_head/2,), to fit the halves: the last pairs get θ = 0
+    angles = positions[:, None].float() * theta
+    first, second = x[..., : d_head // 2], x[..., d_head // 2 :]
+    cos, sin = angles.cos(), angles.sin()
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
+
+
+@wrong_answer("apply_rope", message="turns only the first half of the features")
+def apply_rope_to_the_first_half_of_the_features(x, positions, base=10000.0):
+    rotary = x.shape[-1] // 2  # as GPT-NeoX's rotary_pct does: the rest passes through
+    theta = base ** (-torch.arange(0, rotary, 2).float() / rotary)
+    angles = positions[:, None].float() * theta
+    first, second = x[..., : rotary // 2], x[..., rotary // 2 : rotary]
+    cos, sin = angles.cos(), angles.sin()
+    return torch.cat([first * cos - second * sin, first * sin + second * cos, x[..., rotary:]], dim=-1)
+
+
 # Exercise 3: SwiGLU --------------------------------------------------------------------------------------
 
 
@@ -273,6 +430,42 @@ class SwiGLUWithSiluAfterTheProduct(nn.Module):
         return self.down_proj(F.silu(self.gate_proj(x) * self.up_proj(x)))
 
 
+@wrong_answer("SwiGLU", message="applies SiLU to both branches")
+class SwiGLUWithSiluOnBothBranches(nn.Module):
+    def __init__(self, d_model, d_hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(d_model, d_hidden, bias=False)
+        self.up_proj = nn.Linear(d_model, d_hidden, bias=False)
+        self.down_proj = nn.Linear(d_hidden, d_model, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * F.silu(self.up_proj(x)))
+
+
+@wrong_answer("SwiGLU", message="applies SiLU to the output of down_proj")
+class SwiGLUWithSiluAfterDown(nn.Module):
+    def __init__(self, d_model, d_hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(d_model, d_hidden, bias=False)
+        self.up_proj = nn.Linear(d_model, d_hidden, bias=False)
+        self.down_proj = nn.Linear(d_hidden, d_model, bias=False)
+
+    def forward(self, x):
+        return F.silu(self.down_proj(self.gate_proj(x) * self.up_proj(x)))
+
+
+@wrong_answer("SwiGLU", message="uses hardswish")
+class SwiGLUWithHardswish(nn.Module):
+    def __init__(self, d_model, d_hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(d_model, d_hidden, bias=False)
+        self.up_proj = nn.Linear(d_model, d_hidden, bias=False)
+        self.down_proj = nn.Linear(d_hidden, d_model, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.hardswish(self.gate_proj(x)) * self.up_proj(x))
+
+
 # Exercise 4: grouped_query_attention ---------------------------------------------------------------------
 
 
@@ -320,6 +513,67 @@ def grouped_query_attention_adding_the_mask(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
     if mask is not None:
         scores = scores + mask
+    return torch.softmax(scores, dim=-1) @ v
+
+
+@wrong_answer("grouped_query_attention", message="ignores the mask")
+def grouped_query_attention_ignoring_the_mask(q, k, v, mask=None):
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    return F.scaled_dot_product_attention(q, k, v)
+
+
+@wrong_answer("grouped_query_attention", message="sets the hidden scores to 0")
+def grouped_query_attention_filling_with_zero(q, k, v, mask=None):
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, 0.0)
+    return torch.softmax(scores, dim=-1) @ v
+
+
+@wrong_answer("grouped_query_attention", message="takes the softmax over the queries")
+def grouped_query_attention_with_softmax_over_queries(q, k, v, mask=None):
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-2) @ v
+
+
+@wrong_answer("grouped_query_attention", message="divides the scores by d_head")
+def grouped_query_attention_dividing_by_d_head(q, k, v, mask=None):
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    scores = q @ k.transpose(-2, -1) / q.shape[-1]
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+@wrong_answer("grouped_query_attention", message="hides the later keys although it was given no mask")
+def grouped_query_attention_always_causal(q, k, v, mask=None):
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)  # "the block's mask is causal anyway"
+
+
+@wrong_answer("grouped_query_attention", message="instead of the mask it was given")
+def grouped_query_attention_causal_whenever_masked(q, k, v, mask=None):
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=mask is not None)
+
+
+@wrong_answer("grouped_query_attention", message="divides the scores by √seq")
+def grouped_query_attention_scaled_by_the_sequence(q, k, v, mask=None):
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    scores = q @ k.transpose(-2, -1) / q.shape[-2] ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
     return torch.softmax(scores, dim=-1) @ v
 
 
@@ -673,3 +927,329 @@ class ModernBlockAddingTheMlpToTheInput(nn.Module):
         heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
         attended = x + self.o_proj(heads.transpose(1, 2).flatten(2))
         return x + self.mlp(self.post_attention_layernorm(attended))
+
+
+@wrong_answer("ModernBlock", message="leaves out the residual connection around the attention")
+class ModernBlockWithoutTheAttentionResidual(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        u = self.input_layernorm(x)
+        q = self.q_proj(u).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        h = self.o_proj(heads.transpose(1, 2).flatten(2))
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+@wrong_answer("ModernBlock", message="leaves out the residual connection around the MLP")
+class ModernBlockWithoutTheMlpResidual(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        u = self.input_layernorm(x)
+        q = self.q_proj(u).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        h = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        return self.mlp(self.post_attention_layernorm(h))
+
+
+@wrong_answer("ModernBlock", message="leaves out input_layernorm")
+class ModernBlockWithoutTheInputNorm(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        u = x
+        q = self.q_proj(u).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        h = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+@wrong_answer("ModernBlock", message="float mask of ones and zeros")
+class ModernBlockWithAFloatMask(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        u = self.input_layernorm(x)
+        q = self.q_proj(u).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq).tril())
+        h = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+@wrong_answer("ModernBlock", message="mlp.gate_proj's weight has shape")
+class ModernBlockWithAnMlpOfFourTimesDModel(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, 4 * d_model)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        u = self.input_layernorm(x)
+        q = self.q_proj(u).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        h = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+@wrong_answer("ModernBlock", message="before moving the heads in front of the positions")
+class ModernBlockRotatingBeforeTheTranspose(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        u = self.input_layernorm(x)
+        positions = torch.arange(seq)
+        q = apply_rope(self.q_proj(u).view(batch, seq, self.num_heads, -1), positions, self.base).transpose(1, 2)
+        k = apply_rope(self.k_proj(u).view(batch, seq, self.num_kv_heads, -1), positions, self.base).transpose(1, 2)
+        v = self.v_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        h = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+@wrong_answer("ModernBlock", message="does not require gradients")
+class ModernBlockWithoutGradients(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        with torch.no_grad():  # "the check only compares values"
+            batch, seq, _ = x.shape
+            u = self.input_layernorm(x)
+            q = self.q_proj(u).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+            k = self.k_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+            v = self.v_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+            positions = torch.arange(seq)
+            q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+            heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+            h = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+            return h + self.mlp(self.post_attention_layernorm(h))
+
+
+@wrong_answer("ModernBlock", message="split them into num_kv_heads heads")
+class ModernBlockSplittingKeysIntoQueryHeads(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        u = self.input_layernorm(x)
+        q = self.q_proj(u).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(u).view(batch, seq, self.num_heads, -1).transpose(1, 2)  # the query heads' count
+        v = self.v_proj(u).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        h = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+@wrong_answer("ModernBlock", message="computes the values from x")
+class ModernBlockWithValuesFromTheInput(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        u = self.input_layernorm(x)
+        q = self.q_proj(u).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(x).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)  # x, not u
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        h = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+@wrong_answer("ModernBlock", message="adds the attention's output to u = input_layernorm(x)")
+class ModernBlockWithTheResidualFromTheNorm(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        u = self.input_layernorm(x)
+        q = self.q_proj(u).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        h = u + self.o_proj(heads.transpose(1, 2).flatten(2))  # u, not x
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+@wrong_answer("ModernBlock", message="adds the MLP's output to post_attention_layernorm(h)")
+class ModernBlockWithTheMlpResidualFromTheNorm(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        u = self.input_layernorm(x)
+        q = self.q_proj(u).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(u).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        h = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        h = self.post_attention_layernorm(h)  # the normalised stream carries on
+        return h + self.mlp(h)
+
+
+@wrong_answer("ModernBlock", message="adds each sublayer's output to the normalised stream")
+class ModernBlockOverwritingXWithItsNorm(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, d_hidden, eps=1e-6, base=10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.base = num_heads, num_kv_heads, base
+        d_head = d_model // num_heads
+        self.input_layernorm = RMSNorm(d_model, eps)
+        self.q_proj = nn.Linear(d_model, num_heads * d_head, bias=False)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * d_head, bias=False)
+        self.o_proj = nn.Linear(num_heads * d_head, d_model, bias=False)
+        self.post_attention_layernorm = RMSNorm(d_model, eps)
+        self.mlp = SwiGLU(d_model, d_hidden)
+
+    def forward(self, x):
+        batch, seq, _ = x.shape
+        x = self.input_layernorm(x)  # the input is lost: both residuals start from a norm
+        q = self.q_proj(x).view(batch, seq, self.num_heads, -1).transpose(1, 2)
+        k = self.k_proj(x).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        v = self.v_proj(x).view(batch, seq, self.num_kv_heads, -1).transpose(1, 2)
+        positions = torch.arange(seq)
+        q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        heads = grouped_query_attention(q, k, v, mask=torch.ones(seq, seq, dtype=torch.bool).tril())
+        x = x + self.o_proj(heads.transpose(1, 2).flatten(2))
+        x = self.post_attention_layernorm(x)
+        return x + self.mlp(x)

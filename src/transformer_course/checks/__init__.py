@@ -9,6 +9,9 @@ import functools
 import importlib
 import importlib.util
 import inspect
+import io
+import re
+import sys
 import sysconfig
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -73,6 +76,10 @@ class NotImplementedYet(CheckFailed):
     """The exercise still raises the stub's NotImplementedError: there is nothing to check yet."""
 
 
+class InputChangedInPlace(CheckFailed):
+    """The learner's function changed one of the tensors it was given."""
+
+
 class NotRecorded(CheckFailed):
     """In a student release: the check needed an oracle's result for a call that the release did not record."""
 
@@ -94,9 +101,9 @@ def learner_facing(check: Callable) -> Callable:
 
 
 def shape_of(tensor_or_shape: torch.Tensor | Sequence[int]) -> str:
-    """A shape as a learner writes it: (2, 3, 5)."""
+    """A shape as Python writes a tuple: (2, 3, 5), (4,), ()."""
     shape = tensor_or_shape.shape if isinstance(tensor_or_shape, torch.Tensor) else tensor_or_shape
-    return str(tuple(shape)).replace(",)", ")")
+    return str(tuple(shape))
 
 
 def call_learner(function: Callable, *args, call: str, **kwargs):
@@ -111,14 +118,73 @@ def call_learner(function: Callable, *args, call: str, **kwargs):
             f"{name} is not implemented yet: replace `raise NotImplementedError()` with your code."
         ) from None
     except Exception as error:
-        raise CheckFailed(f"{call} raised {type(error).__name__}: {error}") from error
-    if not all(torch.equal(copy, tensor) for copy, tensor in zip(copies, inputs, strict=True)):
-        raise CheckFailed(
-            f"{name} changed its input tensor in place (for example with `-=`); compute a new "
-            "tensor instead, so that the caller's data stay as they were."
+        raise CheckFailed(f"{call} raised {type(error).__name__}: {error}{crash_explained(error)}") from error
+    changed = [
+        index
+        for index, (copy, tensor) in enumerate(zip(copies, inputs, strict=True))
+        if not (copy.shape == tensor.shape and torch.equal(copy, tensor))
+    ]
+    if changed:
+        names = tensor_arguments(function, args, kwargs)
+        which = " and ".join(names[index] for index in changed) if names else "tensor"
+        raise InputChangedInPlace(
+            f"{name} changed its input {which} in place (with an augmented assignment such as `+=`, `-=`, `*=` or "
+            "`/=`, an indexed assignment such as `x[mask] = ...`, or a method ending in _ such as div_); compute a "
+            "new tensor instead, so that the caller's data stay as they were."
         )
     expect_plain(result, call)
     return result
+
+
+# PyTorch raises a plain RuntimeError when Python asks a tensor of several values for one truth value; its message
+# is all that tells this crash apart.
+TRUTH_VALUE_CRASH = "Boolean value of Tensor with more than one value is ambiguous"
+# The named pair (values, indices) that torch's reductions with a dim return, as a TypeError names it.
+RETURN_TYPES = "torch.return_types."
+
+
+def crash_explained(error: Exception) -> str:
+    """What a crash of PyTorch's that learners often meet means, as a line to add to its message (or nothing)."""
+    if isinstance(error, RuntimeError) and TRUTH_VALUE_CRASH in str(error):
+        return (
+            "\nPython asked a tensor of several values for one True or False: `if`, `and`, `or` and `not` ask for "
+            "one, and so do Python's built-in max, min and sorted, which compare whole rows of a tensor with `>`. "
+            "Use the tensor's own operations (.max(), .amax(dim=...), torch.where)."
+        )
+    if isinstance(error, TypeError) and RETURN_TYPES in str(error):
+        return (
+            "\nA tensor met the pair (values, indices) that .max(dim=...), .min(dim=...), .sort() and .topk() "
+            "return: take its .values, or use .amax(dim=...) and .amin(dim=...), which return the values alone."
+        )
+    return ""
+
+
+def tensor_arguments(function: Callable, args: tuple, kwargs: dict) -> list[str] | None:
+    """The learner's own names of the tensors among ``args`` and ``kwargs``, in order; None if they cannot be
+    bound (a function taking *args, or a call that does not fit its signature)."""
+    # A module's own signature is (*args, **kwargs); its forward's holds the names.
+    signed = function.forward if isinstance(function, torch.nn.Module) else function
+    try:
+        bound = inspect.signature(signed).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return None
+    names = {id(value): name for name, value in bound.arguments.items() if isinstance(value, torch.Tensor)}
+    tensors = [value for value in (*args, *kwargs.values()) if isinstance(value, torch.Tensor)]
+    return [names.get(id(tensor), "tensor") for tensor in tensors]
+
+
+def name_python_number_given_to_torch(failure: CheckFailed) -> None:
+    """Name the crash of torch.sqrt(d_k) with d_k = q.shape[-1]: a torch function given a Python number."""
+    cause = failure.__cause__
+    found = re.match(r"(\w+)\(\): argument '\w+' \(position \d+\) must be Tensor, not (int|float)", str(cause))
+    if not isinstance(cause, TypeError) or found is None:
+        return
+    function, kind = found.groups()
+    instead = " For the square root of a Python number, use math.sqrt(...) or ** 0.5." if function == "sqrt" else ""
+    raise CheckFailed(
+        f"{failure}\nThe cause: torch.{function} takes a tensor, and it was given a Python {kind}. A size such as "
+        f"q.shape[-1] is a plain Python int, not a tensor.{instead}"
+    ) from cause
 
 
 # The tensor types whose arithmetic and comparisons are PyTorch's own (a Parameter's are too).
@@ -144,6 +210,13 @@ def expect_tensor(result, name: str, shape: Sequence[int], dtype: torch.dtype) -
         raise CheckFailed(f"{name} must return a torch.Tensor, got {type(result).__name__}.")
     if tuple(result.shape) != tuple(shape):
         raise CheckFailed(f"{name} returned the wrong shape: expected {shape_of(shape)}, got {shape_of(result)}.")
+    integer = not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
+    if result.dtype != dtype and result.is_floating_point() and integer:
+        raise CheckFailed(
+            f"{name} returned dtype {result.dtype} where {dtype} was expected: ids and indices are integers. "
+            "torch.ones, zeros and empty make floats unless given a dtype, and joining or computing with a float "
+            "makes the result float: give the dtype where the tensor is made."
+        )
     if result.dtype != dtype:
         raise CheckFailed(
             f"{name} returned dtype {result.dtype} for {dtype} inputs; keep the dtype of the input "
@@ -162,129 +235,6 @@ def expect_pair(result, call: str) -> tuple:
 def rows_sum_to(weights: torch.Tensor, total: float = 1.0, dim: int = -1) -> bool:
     """Whether every row of weights sums to ``total`` along ``dim``."""
     return torch.allclose(weights.sum(dim=dim), torch.full((), total, dtype=weights.dtype), atol=1e-4)
-
-
-def expect_masked_weights(
-    weights: torch.Tensor, mask: torch.Tensor, call: str, scores: torch.Tensor | None = None
-) -> None:
-    """Fail unless pairs where the mask is False get exactly zero weight and every row with a visible key
-    still sums to 1.
-
-    The usual mistakes are named by what they do to the weights: an inverted mask; a query with no visible key
-    left with weights; masked scores that keep some weight. Given ``scores``, the correctly scaled q kᵀ / √d_k
-    (broadcastable to the weights), the check works back from the weights to the score each masked pair acted
-    as, and so tells apart the mask ignored, masking after the softmax, and a fill of 0 (or multiplying by the
-    mask) or of another finite number; without it, the message lists those causes.
-    """
-    blocked = ~mask.expand_as(weights)
-    finite = weights.nan_to_num(0.0)  # an inverted mask can block whole rows, which then hold nan
-    empty_rows = blocked.all(dim=-1)  # (..., n_q): queries with no visible key
-    in_visible_rows = blocked & ~empty_rows[..., None]  # masked pairs of queries that do see some key
-    on_blocked = finite.masked_fill(~blocked, 0.0)  # the weights of the masked pairs
-    # Said only where the case has such a query.
-    empty_rows_too = (
-        " A query with no visible key also needs its weights set to 0 after the softmax." if empty_rows.any() else ""
-    )
-    log_w = finite.double().log()
-    s = None if scores is None else scores.double().expand_as(weights)
-    if s is not None:
-        # Each row's heaviest visible key j gives the row's normaliser: w_j = e^(s_j) / Z, so log Z = s_j - log w_j.
-        heaviest = finite.masked_fill(blocked, -1.0).argmax(dim=-1, keepdim=True)  # (..., n_q, 1)
-        log_z = s.gather(-1, heaviest) - log_w.gather(-1, heaviest)  # (..., n_q, 1)
-
-    def single_number(values: torch.Tensor) -> float | None:
-        """The value all of them agree on, to a float32 softmax's precision, or None."""
-        if not values.numel() or not values.isfinite().all():
-            return None
-        if values.max() - values.min() <= 1e-2 * max(1.0, values.abs().max().item()):
-            return values.mean().item()
-        return None
-
-    if on_blocked.any():
-        if (finite[~blocked] == 0).all():
-            raise CheckFailed(
-                f"{call}: only the blocked pairs get weight: your mask is inverted. Here, as in "
-                "F.scaled_dot_product_attention, True means the query may attend to the key (nn.MultiheadAttention "
-                "uses the opposite); fill the scores where the mask is False."
-            )
-        if not on_blocked[~empty_rows].any():  # the fill was negative enough; the clean-up is missing
-            *batch, query = index = (empty_rows & on_blocked.any(dim=-1)).nonzero()[0].tolist()
-            row = finite[tuple(index)]
-            where = f"query {query}" + (f" of batch index {shape_of(batch)}" if batch else "")
-            uniform = torch.allclose(row, torch.full_like(row, 1 / row.numel()), atol=1e-6)
-            raise CheckFailed(
-                f"{call}: {where} has no visible key, yet its weights are {[round(w, 3) for w in row.tolist()]}; "
-                "it must get zero weights, and so a zero output."
-                + (" The softmax of a row of equal scores (all filled with one number) is uniform." if uniform else "")
-                + " After the softmax, set the weights of the masked pairs to 0 (masked_fill or torch.where)."
-            )
-        most = finite[in_visible_rows].max().item()
-        if s is not None:
-            # A masked pair's weight is e^f / Z, where f is the score it acted as: f = log w + log Z.
-            acted_as = (log_w + log_z)[in_visible_rows & (finite > 1e-30)]  # float32's normal range
-            if acted_as.numel() == in_visible_rows.sum() and torch.allclose(acted_as, s[in_visible_rows], atol=1e-2):
-                raise CheckFailed(
-                    f"{call}: masked pairs get weight {most:.3g}, the weight they get with no mask at all: the mask "
-                    "changed nothing. Replace the masked scores by -inf or torch.finfo(scores.dtype).min before "
-                    "the softmax." + empty_rows_too
-                )
-            fill = single_number(acted_as)
-            if fill is not None and abs(fill) < 1e-2:
-                raise CheckFailed(
-                    f"{call}: masked pairs get weight {most:.3g}, as if their scores were 0: filling with 0, or "
-                    "multiplying the scores by the mask, leaves them a score of 0, and a score of 0 still gets "
-                    "weight (e^0 = 1). Replace the masked scores by -inf or torch.finfo(scores.dtype).min before "
-                    "the softmax." + empty_rows_too
-                )
-            if fill is not None:
-                raise CheckFailed(
-                    f"{call}: masked pairs get weight {most:.3g}, as if their scores were replaced by {fill:.3g}: a "
-                    f"finite number not negative enough, since e^({fill:.3g} - s) is not 0 next to the visible "
-                    "scores s. Replace them by -inf or torch.finfo(scores.dtype).min, whose exponential is 0."
-                    + empty_rows_too
-                )
-        raise CheckFailed(
-            f"{call}: masked pairs get weight {most:.3g}; they must get exactly 0. Replace the masked scores before "
-            "the softmax by -inf or torch.finfo(scores.dtype).min, whose exponential is 0: a score of 0 still gets "
-            "weight (e^0 = 1), and so does any finite number not far below the visible scores." + empty_rows_too
-        )
-
-    sums = finite.double().sum(dim=-1)  # (..., n_q)
-    short = ~empty_rows & (sums < 1 - 1e-5)  # queries with visible keys whose weights sum to less than 1
-    if not short.any() or (short & ~blocked.any(dim=-1)).any():
-        return  # rows summing to more than 1, or short where nothing is masked: not the mask's doing
-    lowest = f"rows with visible keys sum to less than 1 (down to {sums[short].min().item():.5g})"
-    if s is not None:
-        # The masked keys took a share X of the normaliser Z = Σ_visible e^s + X, and the row sums to 1 - X / Z.
-        log_share = (log_z[..., 0] + torch.log1p(-sums))[short]  # (rows,): log X
-        masked_scores = s.masked_fill(~blocked, float("-inf"))[short]  # (rows, n_k)
-        if torch.allclose(log_share, masked_scores.logsumexp(dim=-1), atol=1e-2):  # X = Σ_masked e^s
-            raise CheckFailed(
-                f"{call}: masked pairs get zero weight, but {lowest}: the mask was applied after the softmax, where "
-                "the masked keys had already taken their share of the normalisation. Mask the scores before the "
-                "softmax, so the visible keys share all the weight."
-            )
-        fill = single_number(log_share - blocked[short].sum(dim=-1).double().log())  # X = (number masked) e^f
-        if fill is None:
-            return  # not a softmax over the keys with the masked keys' share in it: the caller's comparison says more
-        given = (
-            "0: filling with 0, or multiplying the scores by the mask, leaves a score of 0, and e^0 = 1"
-            if abs(fill) < 1e-2
-            else f"replaced by {fill:.3g}, a finite number not negative enough"
-        )
-        raise CheckFailed(
-            f"{call}: masked pairs get zero weight, but {lowest}: before the softmax the masked scores were "
-            f"{given}. So the masked keys took a share of the normalisation, which zeroing their weights "
-            "afterwards does not give back. Replace the masked scores by -inf or torch.finfo(scores.dtype).min "
-            "before the softmax."
-        )
-    raise CheckFailed(
-        f"{call}: masked pairs get zero weight, but {lowest}, so the visible keys do not share all the weight. "
-        "That happens when masked keys still take a share of the softmax's normalisation: when the mask is "
-        "applied after the softmax, or when the masked scores are replaced by a number that is not negative enough "
-        "(0, as multiplying the scores by the mask gives, or -10, say). Replace the masked scores by -inf or "
-        "torch.finfo(scores.dtype).min before the softmax."
-    )
 
 
 def expect_own_parameters(module: nn.Module, call: str, parts: Sequence[str] | None = None) -> None:
@@ -316,15 +266,31 @@ def expect_own_parameters(module: nn.Module, call: str, parts: Sequence[str] | N
             )
 
 
-def expect_differentiable(result: torch.Tensor, call: str) -> None:
+def expect_differentiable(result: torch.Tensor, call: str, source: torch.Tensor | None = None) -> None:
     """Fail if a learner's result carries no gradient although its inputs or weights require one: a forward under
-    ``@torch.no_grad()`` or a ``.detach()`` returns the right values, but nothing before it could ever be trained."""
+    ``@torch.no_grad()`` or a ``.detach()`` returns the right values, but nothing before it could ever be trained.
+
+    Given ``source``, an input that requires grad, also fail unless a gradient flows from the result back to it:
+    a view made under ``torch.no_grad()`` still says it requires grad, but no gradient leaves it."""
+    advice = (
+        "Remove @torch.no_grad(), inference_mode(), .detach(), .data or .item() from the computation; keep every "
+        "step a PyTorch operation on the tensors you were given."
+    )
     if not result.requires_grad:
         raise CheckFailed(
             f"{call} returned a tensor that does not require gradients, although its inputs or weights do, so "
-            "training could not update anything before it. Remove @torch.no_grad(), inference_mode(), .detach(), .data "
-            "or .item() from "
-            "the computation; keep every step a PyTorch operation on the tensors you were given."
+            f"training could not update anything before it. {advice}"
+        )
+    if source is None:
+        return
+    try:
+        (gradient,) = torch.autograd.grad(result, source, torch.ones_like(result), allow_unused=True)
+    except RuntimeError:  # "element 0 of tensors does not require grad": such a view has no graph behind it
+        gradient = None
+    if gradient is None:
+        raise CheckFailed(
+            f"{call}: no gradient flows from the result back to its input, so training could not update anything "
+            f"before it. {advice}"
         )
 
 
@@ -385,7 +351,7 @@ def earlier_exercises_replaced(function: Callable, *names: str) -> Iterator[None
     used, and a failure says so.
     """
     if stand_ins is None:
-        with own_versions_named_on_failure(names):
+        with own_versions_named_on_failure(function, names):
             yield
         return
     parts = {name: getattr(stand_ins, name) for name in names}
@@ -397,7 +363,7 @@ def earlier_exercises_replaced(function: Callable, *names: str) -> Iterator[None
         with names_replaced(namespace, parts):
             yield
     else:
-        with own_versions_named_on_failure(names):
+        with own_versions_named_on_failure(function, names):
             yield
 
 
@@ -438,16 +404,49 @@ def names_replaced(namespace: dict, parts: dict[str, Callable]) -> Iterator[None
 
 
 @contextlib.contextmanager
-def own_versions_named_on_failure(names: Sequence[str]) -> Iterator[None]:
-    """Add to a failure that the check ran with the learner's own earlier exercises, which may be the cause."""
+def own_versions_named_on_failure(function: Callable, names: Sequence[str]) -> Iterator[None]:
+    """Add to a failure that the check ran with the learner's own earlier exercises ``names``: those that fail their
+    own checks (run quietly) may be the cause. When every one of them passes, the failure is left as it is, so that
+    a learner is not sent back to an exercise that is right."""
     try:
         yield
     except CheckFailed as failure:
-        listed = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
-        their = "their checks" if len(names) > 1 else "its check"
+        own = learners_namespace(function) or {}
+        failing = [name for name in names if not passes_quietly(check_of(name), own.get(name))]
+        if not failing:
+            raise
+        listed = " and ".join([", ".join(failing[:-1]), failing[-1]] if len(failing) > 1 else failing)
+        their = "they do not pass their checks" if len(failing) > 1 else "it does not pass its check"
         raise CheckFailed(
-            f"{failure}\nThis check used your own {listed} from earlier in the notebook: make {their} pass first."
+            f"{failure}\nThis check used your own {listed} from earlier in the notebook, and {their} yet: "
+            "make that pass first."
         ) from failure.__cause__
+
+
+def check_of(name: str) -> Callable | None:
+    """The check of the exercise ``name`` (check_layer_norm for LayerNorm), among the notebooks' checks loaded."""
+    wanted = f"check{name.lower().replace('_', '')}"
+    for module_name, module in list(sys.modules.items()):
+        if module_name.startswith(f"{__name__}.nb"):
+            for attribute, value in vars(module).items():
+                if attribute.startswith("check_") and attribute.lower().replace("_", "") == wanted:
+                    return value
+    return None
+
+
+def passes_quietly(check: Callable | None, answer) -> bool:
+    """Whether an answer passes its check, the check's ✔ line kept back and the global random state untouched;
+    False for a missing answer, True when there is no check to run."""
+    if answer is None:
+        return False
+    if check is None:
+        return True
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), torch.random.fork_rng():
+            check(answer)
+    except Exception:  # a CheckFailed, or anything else that stops the check: not passing
+        return False
+    return True
 
 
 def passed(name: str, what: str) -> None:

@@ -7,6 +7,7 @@ P(t + Δ) = R(Δ) P(t) itself; PyTorch's autograd for which rows of the learned 
 
 import math
 import random
+import re
 from collections.abc import Callable
 
 import torch
@@ -17,6 +18,7 @@ from . import (
     built_with_seed,
     call_learner,
     expect_close,
+    expect_differentiable,
     expect_tensor,
     learner_facing,
     passed,
@@ -27,45 +29,93 @@ from .recordings import oracle
 
 # The exponent e of column j's angle t / n^e, as the notebook defines it ("2i/d", where 2i is the even column of
 # j's pair) and as common mistakes write it: the exponent of the odd column's own index, of the pair's index i,
-# with the 2 counted twice (2 · 2i / d), with the sign flipped (frequencies inverted), 0 for every pair (an integer
-# division 2i // d), or d/2 exponents spread evenly from 0 to 1 inclusive (torch.linspace(0, 1, d // 2)).
+# of the pair's odd column for both columns (torch.arange(1, d, 2)), with the 2 counted twice (2 · 2i / d), with
+# the sign flipped (frequencies inverted), 0 for every pair (an integer division 2i // d), d/2 exponents spread
+# evenly from 0 to 1 inclusive (torch.linspace(0, 1, d // 2)), 2i/d divided by ln 10 or ln 2 (a frequency
+# exp(-(2i/d) log10 n) or exp(-(2i/d) log2 n)), 2i without the /d (which, with the positions divided by d,
+# is n ** 2i / d computed without parentheses), or 2i/(d-1), divided by the last column's index.
 EXPONENTS = {
     "2i/d": lambda j, d: 2 * (j // 2) / d,
     "i/d": lambda j, d: (j // 2) / d,
+    "(2i+1)/d": lambda j, d: (2 * (j // 2) + 1) / d,
     "4i/d": lambda j, d: 4 * (j // 2) / d,
     "j/d": lambda j, d: j / d,
     "-2i/d": lambda j, d: -2 * (j // 2) / d,
     "0": lambda j, d: 0.0,
     "0 to 1": lambda j, d: (j // 2) / (d // 2 - 1) if d > 2 else 0.0,
+    "2i/d / ln 10": lambda j, d: 2 * (j // 2) / d / math.log(10),
+    "2i/d / ln 2": lambda j, d: 2 * (j // 2) / d / math.log(2),
+    "2i": lambda j, d: 2 * (j // 2),
+    "2i/(d-1)": lambda j, d: 2 * (j // 2) / (d - 1),
+}
+
+# The two functions of the angle that a pair holds: (sine column, cosine column) of the encoding, (diagonal,
+# above the diagonal) of a block of R(Δ). Besides the right ones, those that a sine or cosine taken in place leaves:
+# angles.sin_() overwrites the angles with their sines, so a cosine taken afterwards is cos(sin(angle)), and a
+# name given to the result of sin_() is the angles tensor itself, which a later cos_() changes too.
+TRIG = {
+    "sin, cos": (math.sin, math.cos),
+    "cos, sin": (math.cos, math.sin),
+    "sin, cos(sin)": (math.sin, lambda angle: math.cos(math.sin(angle))),
+    "sin(cos), cos": (lambda angle: math.sin(math.cos(angle)), math.cos),
+    "cos(sin), cos(sin)": (lambda angle: math.cos(math.sin(angle)),) * 2,
+    "sin(cos), sin(cos)": (lambda angle: math.sin(math.cos(angle)),) * 2,
+    "cos(sin), sin": (lambda angle: math.cos(math.sin(angle)), math.sin),
+    "cos, sin(cos)": (math.cos, lambda angle: math.sin(math.cos(angle))),
+}
+
+# Angles converted between degrees and radians, when they were radians already: (factor, its name, which way).
+DEGREE_CONVERSIONS = [
+    (math.pi / 180, "π/180", "from degrees to radians (torch.deg2rad, math.radians)"),
+    (180 / math.pi, "180/π", "from radians to degrees (torch.rad2deg, math.degrees)"),
+]
+
+# The frequency of a logarithm in the wrong base: exp(-(2i/d) log_b n) = n^(-(2i/d) / ln b).
+WRONG_LOGARITHMS = {  # exponent: (what divides 2i/d, the logarithm that divides it so, its base)
+    "2i/d / ln 10": ("ln 10 ≈ 2.303", "log10(n)", "base-10"),
+    "2i/d / ln 2": ("ln 2 ≈ 0.693", "log2(n)", "base-2"),
 }
 
 
 @oracle
 def encoding_by_formula(
-    length: int, d: int, *, n: float, first_position: float = 0, exponent: str = "2i/d"
+    length: int,
+    d: int,
+    *,
+    n: float,
+    first_position: float = 0,
+    exponent: str = "2i/d",
+    position_step: float = 1,
+    trig: str = "sin, cos",
 ) -> torch.Tensor:
     """P(t, 2i) = sin(t / n^(2i/d)), P(t, 2i+1) = cos(t / n^(2i/d)), one entry at a time, shape (length, d).
 
-    ``first_position`` (any real number: P(t + Δ) for a fractional shift Δ) and ``exponent`` (a key of EXPONENTS)
-    let the checks reproduce common mistakes and name them.
+    ``first_position`` (any real number: P(t + Δ) for a fractional shift Δ), ``exponent`` (a key of EXPONENTS),
+    ``position_step`` (row t at position first_position + t · step) and ``trig`` (a key of TRIG: the functions of
+    the angle in the even and the odd column) let the checks reproduce common mistakes and name them.
     """
+    even, odd = TRIG[trig]
 
     def entry(t: int, j: int) -> float:
-        angle = (t + first_position) / n ** EXPONENTS[exponent](j, d)
-        return math.sin(angle) if j % 2 == 0 else math.cos(angle)
+        angle = (first_position + t * position_step) * n ** -EXPONENTS[exponent](j, d)  # n ** -e: no overflow
+        return even(angle) if j % 2 == 0 else odd(angle)
 
     return torch.tensor([[entry(t, j) for j in range(d)] for t in range(length)], dtype=torch.float32)
 
 
 @oracle
-def rotation_by_formula(delta: float, d: int, *, n: float, exponent: str = "2i/d") -> torch.Tensor:
+def rotation_by_formula(
+    delta: float, d: int, *, n: float, exponent: str = "2i/d", trig: str = "cos, sin"
+) -> torch.Tensor:
     """R(Δ), shape (d, d): block i (rows and columns 2i, 2i+1) is [[cos ω_i Δ, sin ω_i Δ], [-sin ω_i Δ, cos ω_i Δ]]
-    with ω_i = 1 / n^(2i/d), one entry at a time; zero outside the blocks. ``exponent`` as in encoding_by_formula."""
+    with ω_i = 1 / n^(2i/d), one entry at a time; zero outside the blocks. ``exponent`` as in encoding_by_formula;
+    ``trig`` (a key of TRIG) the functions of the angle on the diagonal and beside it."""
+    on, beside = TRIG[trig]
     rotation = [[0.0] * d for _ in range(d)]
     for i in range(0, d, 2):
-        angle = delta / n ** EXPONENTS[exponent](i, d)
-        rotation[i][i], rotation[i][i + 1] = math.cos(angle), math.sin(angle)
-        rotation[i + 1][i], rotation[i + 1][i + 1] = -math.sin(angle), math.cos(angle)
+        angle = delta * n ** -EXPONENTS[exponent](i, d)
+        rotation[i][i], rotation[i][i + 1] = on(angle), beside(angle)
+        rotation[i + 1][i], rotation[i + 1][i + 1] = -beside(angle), on(angle)
     return torch.tensor(rotation, dtype=torch.float32)
 
 
@@ -78,6 +128,13 @@ def _expect_float32(result, call: str, shape: tuple[int, ...]) -> torch.Tensor:
             f"{call} returned a float64 tensor; return float32, PyTorch's default dtype. float64 comes from a "
             "tensor made with dtype=torch.float64 or .double(), or from NumPy, whose arrays are float64 by default: "
             "make your tensors without a dtype (or with dtype=torch.float32), or convert the result with .float()."
+        )
+    if not (result.dtype.is_floating_point or result.dtype.is_complex or result.dtype == torch.bool):
+        raise CheckFailed(
+            f"{call} returned a {result.dtype} tensor; return float32, PyTorch's default dtype. An integer tensor "
+            "holds whole numbers only, so sines and cosines stored in it lose their fractions. A tensor "
+            "made from whole numbers is an integer one (torch.arange(5), and zeros_like or empty_like of it): make "
+            "the table with torch.zeros or torch.empty and a shape, which give float32, or convert with .float()."
         )
     if result.dtype != torch.float32:
         raise CheckFailed(f"{call} returned a {result.dtype} tensor; return float32, PyTorch's default dtype.")
@@ -96,29 +153,92 @@ def check_sinusoidal_encoding(sinusoidal_encoding: Callable, seed: int = 0) -> N
     for length, d, n in [(10, 8, None), (50, 16, 100.0), (1, 2, None), (7, 6, 10000.0), (33, 64, 500.0), drawn]:
         args = (length, d) if n is None else (length, d, n)
         call = f"sinusoidal_encoding({', '.join(map(str, args))})"
-        encoding = _expect_float32(_encoding_or_named_crash(sinusoidal_encoding, args, call), call, (length, d))
+        encoding = _encoding_or_named_crash(sinusoidal_encoding, args, call)
         expected = encoding_by_formula(length, d, n=10000.0 if n is None else n)
+        _diagnose_transposed(encoding, expected, call)
+        encoding = _expect_float32(encoding, call, (length, d))
         if not torch.allclose(encoding, expected, atol=1e-5):
             _diagnose_encoding(encoding, length, d, 10000.0 if n is None else n, call)
         expect_close(encoding, expected, f"{call}, compared with the formula entry by entry")
     passed("sinusoidal_encoding", "every entry follows the formula, for any length, even d and base n")
 
 
+def _diagnose_transposed(encoding, expected: torch.Tensor, call: str) -> None:
+    """Name an encoding of shape (d, length): one row per dimension and one column per position."""
+    length, d = expected.shape
+    if not isinstance(encoding, torch.Tensor) or length == d or tuple(encoding.shape) != (d, length):
+        return
+    values = encoding.T.is_floating_point() and torch.allclose(encoding.T.float(), expected, atol=1e-5)
+    raise CheckFailed(
+        f"{call} returned shape ({d}, {length}), one row per dimension and one column per position"
+        + (": its values are right, transposed" if values else "")
+        + f". The encoding has one row per position and one column per dimension: ({length}, {d}), row t being "
+        "the vector P(t) of position t."
+    )
+
+
+def _in_place_growth(error: BaseException) -> str | None:
+    """What went wrong when an in-place operation's result is larger than the tensor it writes into."""
+    sizes = re.search(r"output with shape \[([\d, ]*)\] doesn't match the broadcast shape \[([\d, ]*)\]", str(error))
+    if sizes is None:
+        return None
+    return (
+        f"An operation in place (a method ending in _, such as mul_ or div_, or *=, /=) writes its result into "
+        f"the tensor it is called on, and that tensor, of shape ({sizes[1]}), cannot grow to the shape "
+        f"({sizes[2]}) of the result. Use the operator or function that makes a new tensor (*, /, torch.mul)."
+    )
+
+
 def _encoding_or_named_crash(sinusoidal_encoding: Callable, args: tuple, call: str):
-    """sinusoidal_encoding(*args), with the crash of angles laid out (d/2, length) named: PyTorch's error then
-    reports both layouts, the (length, d/2) that the columns expect and the (d/2, length) it got."""
+    """sinusoidal_encoding(*args), with the crashes of common mistakes named (see _encoding_crash_named)."""
     try:
         return call_learner(sinusoidal_encoding, *args, call=call)
     except CheckFailed as failure:
         error, (length, d) = failure.__cause__, args[:2]
-        expected, transposed = f"{length}, {d // 2}", f"{d // 2}, {length}"
-        if isinstance(error, RuntimeError) and length != d // 2 and expected in str(error) and transposed in str(error):
-            raise CheckFailed(
-                f"{failure}\nYour angles have shape ({transposed}), one row per frequency; the encoding has one row "
-                f"per position, so the angles must be ({expected}): positions down the rows, frequencies along the "
-                "columns."
-            ) from error
+        named = _encoding_crash_named(str(error), length, d) if isinstance(error, RuntimeError) else None
+        named = named or _in_place_growth(error)
+        if named is not None:
+            raise CheckFailed(f"{failure}\n{named}") from error
         raise
+
+
+def _encoding_crash_named(error: str, length: int, d: int) -> str | None:
+    """What PyTorch's error says went wrong, when its sizes are those of a common mistake: angles laid out
+    (d/2, length), the error then reporting both layouts; positions and frequencies on one axis (both 1-D, or both
+    columns), whose product pairs length entries with d/2; the (length, d/2) sines assigned to every other row
+    rather than every other column; angles with more or fewer columns than the d/2 frequencies."""
+    half = d // 2
+    expected, transposed = f"{length}, {half}", f"{half}, {length}"
+    if length != half and expected in error and transposed in error:
+        return (
+            f"Your angles have shape ({transposed}), one row per frequency; the encoding has one row per position, "
+            f"so the angles must be ({expected}): positions down the rows, frequencies along the columns."
+        )
+    sizes = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", error)
+    if length != half and sizes and {int(sizes[1]), int(sizes[2])} == {length, half}:
+        return (
+            f"Your {length} positions and {half} frequencies lie along the same axis, so broadcasting pairs them "
+            f"entry by entry, and {length} entries cannot pair with {half}. Every position meets every frequency "
+            f"when the positions form a column, shape ({length}, 1), and the frequencies a row, shape ({half},): "
+            f"their product is then the ({length}, {half}) table of angles."
+        )
+    assigned = re.search(r"Target sizes: \[(\d+), (\d+)\]\.\s+Tensor sizes: \[(\d+), (\d+)\]", error)
+    if assigned is None:
+        return None
+    target, given = (int(assigned[1]), int(assigned[2])), (int(assigned[3]), int(assigned[4]))
+    if target[1] == d and target[0] in {length // 2, (length + 1) // 2} and given == (length, half):
+        return (
+            f"You assigned ({length}, {half}) sines or cosines to every other row of the encoding, a ({target[0]}, "
+            f"{d}) slice: a step in the first index picks every other row, that is every other position. Sines and "
+            "cosines alternate along the columns, the second index, and every row gets both."
+        )
+    if target == (length, half) and given[0] == length and given[1] != half:
+        stop = " (torch.arange stops before its end value)" if given[1] == half + 1 else ""
+        return (
+            f"Your angles have {given[1]} columns, one per frequency, but d = {d} columns make {half} pairs, so "
+            f"{half} frequencies: 2i runs over 0, 2, …, {d - 2}{stop}."
+        )
+    return None
 
 
 def _diagnose_encoding(encoding: torch.Tensor, length: int, d: int, n: float, call: str) -> None:
@@ -131,6 +251,25 @@ def _diagnose_encoding(encoding: torch.Tensor, length: int, d: int, n: float, ca
             "sin and cos are swapped: even columns 2i hold the sine, odd columns 2i+1 the cosine",
         ),
         (sines, "both columns of each pair hold the sine; the odd column 2i+1 holds the cosine of the same angle"),
+        (
+            torch.stack([right[:, 0::2], right[:, 1::2]]).reshape(length, d),
+            "the sines and cosines were stacked (or concatenated) along the first axis and then reshaped to "
+            f"({length}, {d}): reshape takes the entries in their order in memory, so a row holds the sines, or "
+            "the cosines, of two positions. Stack them along a new last axis, (length, d/2, 2), so that each "
+            "angle's sine and cosine sit side by side, and then reshape",
+        ),
+        (
+            encoding_by_formula(length, d, n=n, trig="sin, cos(sin)"),
+            "the odd columns hold cos(sin(angle)), the cosine of the sine: the angles had been replaced by their "
+            "sines when the cosines were taken. A method ending in _, such as sin_(), writes its result into the "
+            "tensor it is called on; torch.sin(angles) or angles.sin() make a new tensor",
+        ),
+        (
+            encoding_by_formula(length, d, n=n, trig="sin(cos), cos"),
+            "the even columns hold sin(cos(angle)), the sine of the cosine: the angles had been replaced by their "
+            "cosines when the sines were taken. A method ending in _, such as cos_(), writes its result into the "
+            "tensor it is called on; torch.cos(angles) or angles.cos() make a new tensor",
+        ),
         (cosines, "both columns of each pair hold the cosine; the even column 2i holds the sine of the same angle"),
         (
             torch.cat([right[:, 0::2], right[:, 1::2]], 1),
@@ -138,13 +277,49 @@ def _diagnose_encoding(encoding: torch.Tensor, length: int, d: int, n: float, ca
             "cosine in column 2i+1 of the same frequency",
         ),
         (
+            torch.cat([right[:, 1::2], right[:, 0::2]], 1),
+            "the cosines fill the first half and the sines the second; interleave them: sine in column 2i, "
+            "cosine in column 2i+1 of the same frequency",
+        ),
+        (
             encoding_by_formula(length, d, n=n, exponent="i/d"),
             "the exponent uses i/d; it is 2i/d, where 2i is the even column of the pair",
+        ),
+        (
+            encoding_by_formula(length, d, n=n, exponent="(2i+1)/d"),
+            "the exponent is (2i+1)/d, from the odd columns 1, 3, 5, …; both columns of pair i share the exponent "
+            "2i/d of the even column (0, 2/d, 4/d, …)",
+        ),
+        *(
+            (
+                encoding_by_formula(length, d, n=n, exponent=exponent),
+                f"your exponents are 2i/d divided by {divisor}, as in exp(-(2i/d) · {logarithm}), which takes the "
+                f"{base} logarithm; n^(-2i/d) is exp(-(2i/d) · ln n), with the natural logarithm (math.log, "
+                "torch.log)",
+            )
+            for exponent, (divisor, logarithm, base) in WRONG_LOGARITHMS.items()
+        ),
+        (
+            encoding_by_formula(length, d, n=n, exponent="2i", position_step=1 / d),
+            "your angles are t / (d · n^(2i)), not t / n^(2i/d): the power n ** 2i was taken before the division by "
+            "d, because ** binds more tightly than /. The whole exponent 2i/d needs parentheses",
         ),
         (
             encoding_by_formula(length, d, n=n, exponent="0 to 1"),
             "the exponents run from 0 up to 1 included (as torch.linspace(0, 1, d // 2) spreads them); 2i/d goes "
             "up in steps of 2/d and stops one step short of 1, at (d-2)/d",
+        ),
+        (
+            encoding_by_formula(length, d, n=n, exponent="2i/(d-1)"),
+            "the exponent is 2i/(d-1); it is 2i/d, divided by d itself, not by the last column's index d-1",
+        ),
+        *(
+            (
+                encoding_by_formula(length, d, n=n, position_step=factor),
+                f"your angles are t / n^(2i/d) times {factor_name}: they were converted {conversion}, but t / "
+                "n^(2i/d) is an angle in radians already, the unit that torch.sin and torch.cos take",
+            )
+            for factor, factor_name, conversion in DEGREE_CONVERSIONS
         ),
         (
             encoding_by_formula(length, d, n=n, exponent="j/d"),
@@ -161,6 +336,7 @@ def _diagnose_encoding(encoding: torch.Tensor, length: int, d: int, n: float, ca
             "integer division // rounds it down), or the frequencies 1 / n^(2i/d) are missing",
         ),
         (encoding_by_formula(length, d, n=n, first_position=1), "positions start at 1; the first position is t = 0"),
+        *_evenly_spread_positions(length, d, n),
         (encoding_by_formula(length, d, n=10000.0), f"the base n={n} was ignored; use the n argument, not 10000"),
         # After the base: 100^(4i/d) = 10000^(2i/d), and a 4i/d answer already fails at n = 10000.
         (
@@ -172,6 +348,51 @@ def _diagnose_encoding(encoding: torch.Tensor, length: int, d: int, n: float, ca
     for wrong, mistake in mistakes:
         if torch.allclose(encoding, wrong, atol=1e-5):
             raise CheckFailed(f"{call}: {mistake}.")
+    _diagnose_column_order(encoding, right, call)
+
+
+def _evenly_spread_positions(length: int, d: int, n: float) -> list[tuple[torch.Tensor, str]]:
+    """The encodings of positions spread evenly from 0 to ``length`` or to 1, as torch.linspace spreads them, with
+    what went wrong; none for a single position, which is 0 either way."""
+    if length < 2:
+        return []
+    arange = "the positions are the whole numbers 0, 1, …, length - 1, one per row (look up torch.arange)"
+    spreads = [
+        (length, f"{length} positions spread evenly from 0 to {length} included, {length / (length - 1):.4g} apart"),
+        (1, f"{length} positions spread evenly from 0 to 1, {1 / (length - 1):.4g} apart"),
+    ]
+    return [
+        (
+            encoding_by_formula(length, d, n=n, position_step=last / (length - 1)),
+            f"your rows are at {spread} (as torch.linspace(0, {last}, {length}) makes them); {arange}",
+        )
+        for last, spread in spreads
+    ]
+
+
+def _diagnose_column_order(encoding: torch.Tensor, right: torch.Tensor, call: str) -> None:
+    """Name an encoding whose columns are the right ones in another order than the formula's."""
+    d = right.shape[1]
+    found = []  # for each of the learner's columns, the formula's column it equals
+    for j in range(d):
+        equal = [k for k in range(d) if torch.allclose(encoding[:, j], right[:, k], atol=1e-5)]
+        if not equal:
+            return
+        found.append(equal[0])
+    if sorted(found) != list(range(d)):
+        return
+    pairs = [found[j] // 2 for j in range(0, d, 2)]  # the formula's pair that each of the learner's pairs holds
+    if all(found[j] == 2 * pairs[j // 2] + j % 2 for j in range(d)):  # whole pairs, sine first, reordered
+        moved = "; ".join(f"your pair {i} turns like the formula's pair {k}" for i, k in enumerate(pairs) if i != k)
+        raise CheckFailed(
+            f"{call}: your pairs of columns are the formula's, in another order ({moved}). Pair i turns by "
+            "ω_i = 1 / n^(2i/d): pair 0 is the fastest, one radian per position, and each later pair is slower."
+        )
+    moved = "; ".join(f"your column {j} is the formula's column {k}" for j, k in enumerate(found) if j != k)
+    raise CheckFailed(
+        f"{call}: your columns are the formula's, in another order ({moved}). The layout is interleaved: column "
+        "2i holds sin(t / n^(2i/d)) and column 2i+1 the cosine of the same angle."
+    )
 
 
 # Exercise 2 ---------------------------------------------------------------------------------------------
@@ -185,6 +406,7 @@ def check_shift_matrix(shift_matrix: Callable, seed: int = 0) -> None:
     fractional = (rng.choice([-1, 1]) * (rng.randint(0, 3) + rng.choice([0.25, 0.5, 0.75])), 2 * rng.randint(2, 12))
     whole = (rng.randint(-3, 0), 2 * rng.randint(1, 12))
     drawn = [(delta, d, float(rng.randint(10, 20000))) for delta, d in (fractional, whole)]
+    shifted_forward = []  # the positive Δ for which R(Δ) P(t) = P(t + Δ)
     for delta, d, n in [(1, 8, 10000.0), (3, 16, 100.0), (-2, 8, 10000.0), (5, 4, 10.0), *drawn]:
         call = f"shift_matrix({delta}, {d}, {n})"
         rotation = _expect_float32(_rotation_or_named_crash(shift_matrix, delta, d, n, call), call, (d, d))
@@ -192,6 +414,13 @@ def check_shift_matrix(shift_matrix: Callable, seed: int = 0) -> None:
         shifted = positions @ rotation.T  # row t is R(Δ) P(t)
         target = encoding_by_formula(30, d, n=n, first_position=delta)  # row t is P(t + Δ)
         if torch.allclose(positions @ rotation, target, atol=1e-4) and not torch.allclose(shifted, target, atol=1e-4):
+            if delta < 0 and shifted_forward:
+                raise CheckFailed(
+                    f"{call} turns as R({-delta}) does: the sign of Δ is lost (abs(Δ), or a row of the encoding "
+                    f"table, whose positions are 0 or more). Your matrix was right for Δ = {shifted_forward[0]}, "
+                    "but a negative Δ shifts back: block i turns by the negative angle ω_i Δ, and "
+                    "sin(-a) = -sin(a) flips the sines beside the diagonal."
+                )
             raise CheckFailed(
                 f"{call} rotates the wrong way: it maps P(t) to P(t - Δ). The 2×2 block for a pair "
                 "(sin ωt, cos ωt) is [[cos ωΔ, sin ωΔ], [-sin ωΔ, cos ωΔ]]."
@@ -200,6 +429,9 @@ def check_shift_matrix(shift_matrix: Callable, seed: int = 0) -> None:
         for i in range(0, d, 2):
             off_blocks[i : i + 2, i : i + 2] = 0
         if off_blocks.abs().max() > 1e-4:  # a numerically computed R (lstsq, matrix_exp) has tiny ones
+            _diagnose_half_layout(rotation, delta, d, n, call)
+            _diagnose_overlapping_blocks(rotation, delta, d, n, call)
+            _diagnose_broadcast_sub_grids(rotation, delta, d, n, call)
             raise CheckFailed(
                 f"{call} mixes columns of different frequencies; only the two columns 2i and 2i+1 of each pair "
                 "mix, so R(Δ) is block diagonal with 2×2 blocks."
@@ -207,15 +439,110 @@ def check_shift_matrix(shift_matrix: Callable, seed: int = 0) -> None:
         if not torch.allclose(shifted, target, atol=1e-4):
             _diagnose_rotation(rotation, delta, d, n, call)
         expect_close(shifted, target, f"{call} applied to P(t) for t = 0 … 29, compared with P(t + Δ)", atol=1e-4)
+        if delta > 0:
+            shifted_forward.append(delta)
     passed("shift_matrix", "R(Δ) P(t) = P(t + Δ) for every t: a shift is a rotation of each pair")
+
+
+def _diagnose_half_layout(rotation: torch.Tensor, delta: float, d: int, n: float, call: str) -> None:
+    """Name the R(Δ) of an encoding laid out in halves, sines in one half and cosines in the other: each pair's
+    block sits on columns i and i + d/2, not 2i and 2i+1."""
+    right = rotation_by_formula(delta, d, n=n)
+    evens, odds = list(range(0, d, 2)), list(range(1, d, 2))
+    layouts = {
+        "the sines in the first half and the cosines in the second": evens + odds,
+        "the cosines in the first half and the sines in the second": odds + evens,
+    }
+    for layout, order in layouts.items():  # column c of that layout holds the interleaved column order[c]
+        if torch.allclose(rotation, right[order][:, order], atol=1e-5):
+            raise CheckFailed(
+                f"{call}: your R(Δ) turns column i together with column i + d/2, the layout of an encoding with "
+                f"{layout}. This notebook's encoding interleaves them, sine in column 2i and cosine in column 2i+1, "
+                "so block i sits on rows and columns 2i and 2i+1."
+            )
+
+
+def _diagnose_overlapping_blocks(rotation: torch.Tensor, delta: float, d: int, n: float, call: str) -> None:
+    """Name the R(Δ) whose block for pair i was written at rows and columns i and i+1, so that each block
+    overwrites part of the one before."""
+    right = rotation_by_formula(delta, d, n=n)
+    overlapping = torch.zeros(d, d)
+    for i in range(d // 2):
+        overlapping[i : i + 2, i : i + 2] = right[2 * i : 2 * i + 2, 2 * i : 2 * i + 2]
+    if torch.allclose(rotation, overlapping, atol=1e-5):
+        raise CheckFailed(
+            f"{call}: the block of pair i sits at rows and columns i and i+1, so the blocks overlap, each "
+            "overwriting part of the one before. Pair i is the columns 2i and 2i+1, and its block belongs at rows "
+            "and columns 2i and 2i+1."
+        )
+
+
+def _diagnose_broadcast_sub_grids(rotation: torch.Tensor, delta: float, d: int, n: float, call: str) -> None:
+    """Name the sub-grids rotation[r::2, c::2] that hold their d/2 values in every row: a vector assigned to a
+    strided sub-grid broadcasts along its rows, where torch.diag of it would fill only the diagonal."""
+    right = rotation_by_formula(delta, d, n=n)
+    broadcast = [
+        f"rotation[{rows}::2, {columns}::2]"
+        for rows in (0, 1)
+        for columns in (0, 1)
+        if torch.allclose(
+            rotation[rows::2, columns::2],
+            torch.diagonal(right[rows::2, columns::2]).expand(d // 2, d // 2),  # every row: the block values
+            atol=1e-5,
+        )
+        and not torch.allclose(rotation[rows::2, columns::2], right[rows::2, columns::2], atol=1e-5)
+    ]
+    if broadcast:
+        listed = " and ".join([", ".join(broadcast[:-1]), broadcast[-1]] if len(broadcast) > 1 else broadcast)
+        raise CheckFailed(
+            f"{call}: every row of {listed} holds the values of all {d // 2} pairs, one per column: a vector of "
+            f"shape ({d // 2},) assigned to a ({d // 2}, {d // 2}) sub-grid broadcasts along every row. Pair i's "
+            "value belongs only where row and column are both pair i's, on the sub-grid's diagonal; look up "
+            "torch.diag, which turns a vector into a diagonal matrix."
+        )
 
 
 def _rotation_or_named_crash(shift_matrix: Callable, delta: float, d: int, n: float, call: str):
     """shift_matrix(delta, d, n), with a TypeError for a fractional Δ named: range() and matrix powers count whole
-    steps only."""
+    steps only; and a list of blocks given to torch.block_diag, which takes them one argument each."""
     try:
         return call_learner(shift_matrix, delta, d, n, call=call)
     except CheckFailed as failure:
+        error = failure.__cause__
+        # The error's text alone tells it: in grading, the learner's code runs in a process of its own, and only
+        # the error's class and message cross over.
+        nested = re.search(r"expected Tensor as element \d+ in argument \d+, but got (list|tuple)", str(error))
+        if isinstance(error, TypeError) and nested:
+            raise CheckFailed(
+                f"{failure}\nA PyTorch function that takes several tensors got a {nested[1]} where it expected a "
+                "tensor. torch.block_diag takes each block as an argument of its own, torch.block_diag(a, b, c), "
+                f"not one {nested[1]} of blocks: unpack it into the arguments with *. torch.stack and torch.cat take "
+                f"one sequence of tensors, not a {nested[1]} of {nested[1]}s."
+            ) from error
+        sizes = re.search(r"Target sizes: \[(\d+), (\d+)\]\.\s+Tensor sizes: \[(\d+)(?:, (\d+))?\]", str(error))
+        half = d // 2
+        if (
+            isinstance(error, RuntimeError)
+            and sizes
+            and (int(sizes[1]), int(sizes[2])) == (half, half)
+            and int(sizes[3]) != half
+            and sizes[4] in (None, sizes[3])
+        ):
+            angles = int(sizes[3])
+            made = "a vector of" if sizes[4] is None else f"a matrix of shape ({angles}, {angles}), made from"
+            also = (
+                ", one per column of R"
+                if angles == d
+                else (" (torch.arange stops before its end value)" if angles == half + 1 else "")
+            )
+            raise CheckFailed(
+                f"{failure}\nA strided sub-grid of R such as rotation[0::2, 0::2] is ({half}, {half}), one row and "
+                f"one column per pair, but you assigned it {made} {angles} angles{also}. d = {d} columns make "
+                f"{half} pairs, so {half} angles ω_i Δ: 2i runs over 0, 2, …, {d - 2}."
+            ) from error
+        growth = _in_place_growth(error)
+        if growth is not None:
+            raise CheckFailed(f"{failure}\n{growth}") from error
         if isinstance(failure.__cause__, TypeError) and delta != int(delta):
             raise CheckFailed(
                 f"{failure}\nΔ need not be a whole number: a shift by Δ = {delta} positions is a rotation too, by the "
@@ -223,6 +550,12 @@ def _rotation_or_named_crash(shift_matrix: Callable, delta: float, d: int, n: fl
                 "of the encoding table) cannot make it; compute the angles ω_i Δ from Δ itself."
             ) from failure.__cause__
         raise
+
+
+IN_PLACE_TRIG = (
+    "A method ending in _, such as sin_() or cos_(), writes its result into the tensor it is called on and returns "
+    "that same tensor; torch.sin(angles) or angles.sin() make a new one and leave the angles as they were"
+)
 
 
 def _diagnose_rotation(rotation: torch.Tensor, delta: float, d: int, n: float, call: str) -> None:
@@ -277,6 +610,25 @@ def _diagnose_rotation(rotation: torch.Tensor, delta: float, d: int, n: float, c
             "the exponent uses i/d; it is 2i/d, where i counts the pairs and 2i is the pair's first column",
         ),
         (
+            rotation_by_formula(delta, d, n=n, exponent="(2i+1)/d"),
+            "the exponent is (2i+1)/d, from the odd columns 1, 3, 5, …; pair i's exponent is 2i/d, from its first "
+            "column (0, 2/d, 4/d, …)",
+        ),
+        *(
+            (
+                rotation_by_formula(delta, d, n=n, exponent=exponent),
+                f"your exponents are 2i/d divided by {divisor}, as in exp(-(2i/d) · {logarithm}), which takes the "
+                f"{base} logarithm; n^(-2i/d) is exp(-(2i/d) · ln n), with the natural logarithm (math.log, "
+                "torch.log)",
+            )
+            for exponent, (divisor, logarithm, base) in WRONG_LOGARITHMS.items()
+        ),
+        (
+            rotation_by_formula(delta / d, d, n=n, exponent="2i"),
+            "your angles are Δ / (d · n^(2i)), not Δ / n^(2i/d): the power n ** 2i was taken before the division by "
+            "d, because ** binds more tightly than /. The whole exponent 2i/d needs parentheses",
+        ),
+        (
             rotation_by_formula(delta, d, n=n, exponent="0 to 1"),
             "the exponents run from 0 up to 1 included (as torch.linspace(0, 1, d // 2) spreads them); 2i/d goes "
             "up in steps of 2/d and stops one step short of 1, at (d-2)/d",
@@ -285,6 +637,43 @@ def _diagnose_rotation(rotation: torch.Tensor, delta: float, d: int, n: float, c
             rotation_by_formula(delta, d, n=n, exponent="0"),
             "every block turns by Δ radians: the exponent 2i/d came out 0 for every pair (an integer division // "
             "rounds it down), or the frequencies 1 / n^(2i/d) are missing",
+        ),
+        (
+            rotation_by_formula(delta, d, n=n, exponent="2i/(d-1)"),
+            "the exponent is 2i/(d-1); it is 2i/d, divided by d itself, not by the last column's index d-1",
+        ),
+        *(
+            (
+                rotation_by_formula(delta * factor, d, n=n),
+                f"your angles are ω_i Δ times {factor_name}: they were converted {conversion}, but ω_i Δ is an "
+                "angle in radians already, the unit that torch.sin and torch.cos take",
+            )
+            for factor, factor_name, conversion in DEGREE_CONVERSIONS
+        ),
+        *(
+            (rotation_by_formula(delta, d, n=n, trig=trig), f"{what}. {IN_PLACE_TRIG}")
+            for trig, what in [
+                (
+                    "cos(sin), cos(sin)",
+                    "every entry of your blocks is ±cos(sin ω_iΔ): your sines and cosines are one tensor, the "
+                    "angles, which sin_() overwrote with their sines and cos_() then with the cosines of those",
+                ),
+                (
+                    "sin(cos), sin(cos)",
+                    "every entry of your blocks is ±sin(cos ω_iΔ): your sines and cosines are one tensor, the "
+                    "angles, which cos_() overwrote with their cosines and sin_() then with the sines of those",
+                ),
+                (
+                    "cos(sin), sin",
+                    "the diagonal of your blocks holds cos(sin ω_iΔ), the cosine of the sine: the angles had been "
+                    "replaced by their sines when the cosines were taken",
+                ),
+                (
+                    "cos, sin(cos)",
+                    "beside the diagonal your blocks hold ±sin(cos ω_iΔ), the sine of the cosine: the angles had "
+                    "been replaced by their cosines when the sines were taken",
+                ),
+            ]
         ),
         (rotation_by_formula(delta, d, n=10000.0), f"the base n={n} was ignored; use the n argument, not 10000"),
         # After the base: 100^(4i/d) = 10000^(2i/d), and a 4i/d answer already fails at n = 10000.
@@ -297,6 +686,39 @@ def _diagnose_rotation(rotation: torch.Tensor, delta: float, d: int, n: float, c
     for wrong, mistake in mistakes:
         if not close(wrong, right) and close(rotation, wrong):
             raise CheckFailed(f"{call}: {mistake}.")
+    _diagnose_missing_blocks(rotation, right, delta, call)
+
+
+def _diagnose_missing_blocks(rotation: torch.Tensor, right: torch.Tensor, delta: float, call: str) -> None:
+    """Name the pairs whose blocks are exactly zero, or exactly the identity where pair i should turn: blocks never
+    filled in, as a return inside the loop over the pairs or a loop that stops early leaves them. (Exactly: a
+    computed block of a tiny angle is close to the identity, but its sine is not 0.)"""
+    d = rotation.shape[0]
+    blocks = [(rotation[i : i + 2, i : i + 2], right[i : i + 2, i : i + 2]) for i in range(0, d, 2)]
+    for name, empty in [("zero", torch.zeros(2, 2)), ("the identity (a turn by 0)", torch.eye(2))]:
+        pairs = [
+            i
+            for i, (block, wanted) in enumerate(blocks)
+            if torch.equal(block, empty) and not torch.allclose(wanted, empty, atol=1e-5)
+        ]
+        if name != "zero" and len(pairs) == len(blocks):  # R(0) whatever Δ: int(Δ) of a fractional Δ, named later
+            continue
+        if name == "zero" and len(pairs) == len(blocks):
+            raise CheckFailed(
+                f"{call} returned a matrix of zeros: none of the {len(blocks)} blocks was filled in. R(Δ) turns every "
+                "pair i by its own angle ω_i Δ, so every pair needs its block."
+            )
+        if pairs:
+            listed = " and ".join(
+                [", ".join(map(str, pairs[:-1])), str(pairs[-1])] if len(pairs) > 1 else [str(pairs[0])]
+            )
+            which = "the 2×2 blocks of pairs" if len(pairs) > 1 else "the 2×2 block of pair"
+            are = "are" if len(pairs) > 1 else "is"
+            raise CheckFailed(
+                f"{call}: {which} {listed} {are} {name}, as if never filled in; R({delta}) turns every pair i = 0 … "
+                f"{d // 2 - 1} by its own angle ω_i Δ, so every pair needs its block. A return inside the loop "
+                "over the pairs, or a loop that stops early, leaves blocks out."
+            )
 
 
 # Exercise 3 ---------------------------------------------------------------------------------------------
@@ -312,9 +734,17 @@ def check_learned_positional_embedding(LearnedPositionalEmbedding: type, seed: i
     module = built_with_seed(LearnedPositionalEmbedding, MAX_LEN, D, seed=seed, call=call)
     table = getattr(module, "embedding", None)
     if not isinstance(table, nn.Embedding) or (table.num_embeddings, table.embedding_dim) != (MAX_LEN, D):
+        swapped = isinstance(table, nn.Embedding) and (table.num_embeddings, table.embedding_dim) == (D, MAX_LEN)
         raise CheckFailed(
             f"{call} needs self.embedding = nn.Embedding({MAX_LEN}, {D}): one learned vector per position."
+            + (
+                f" Yours is nn.Embedding({D}, {MAX_LEN}), the arguments swapped: the number of vectors (max_len, "
+                "one per position) comes first, the size of each vector (d) second."
+                if swapped
+                else ""
+            )
         )
+    made = table.weight.detach().clone()  # the table as __init__ left it, before the check writes its own values
     with torch.no_grad():  # a table of the check's own values, so that one initialised to zeros shows its rows too
         table.weight.copy_(seeded_randn(MAX_LEN, D, seed=seed + 1))
     worked: list[tuple[int, ...]] = []  # the shapes of x for which forward gave the right result
@@ -322,10 +752,12 @@ def check_learned_positional_embedding(LearnedPositionalEmbedding: type, seed: i
     for shape in [(2, 4, D), (7, D), (3, 2, MAX_LEN, D), (12, 3, D)]:
         x = seeded_randn(*shape, seed=seed)
         call = f"module(x) with x of shape {shape_of(x)}"
-        out = expect_tensor(_forward(module, x, call, worked), call, x.shape, x.dtype)
+        out = _forward(module, x, call, worked)
+        _diagnose_learned_shape(out, x, table.weight.detach(), call)
+        out = expect_tensor(out, call, x.shape, x.dtype)
         positions = table.weight[: shape[-2]]  # (seq, d)
         if not torch.allclose(out, x + positions, atol=1e-5):
-            _diagnose_learned(out, x, table.weight.detach(), call)
+            _diagnose_learned(module, out, x, table.weight.detach(), made, call)
         expect_close(out, x + positions, f"{call}, compared with x + embedding.weight[:seq]")
         worked.append(shape)
     _expect_gradients_of_the_first_rows(module, table, seed)
@@ -333,8 +765,11 @@ def check_learned_positional_embedding(LearnedPositionalEmbedding: type, seed: i
     passed("LearnedPositionalEmbedding", "adds one learned vector per position, and stops at max_len")
 
 
-def _diagnose_learned(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, call: str) -> None:
-    """Name the mistake whose output a wrong result equals, if it is one of the common ones."""
+def _diagnose_learned(
+    module: nn.Module, out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, made: torch.Tensor, call: str
+) -> None:
+    """Name the mistake whose output a wrong result equals, if it is one of the common ones; ``made`` is the table
+    as the module's __init__ left it, before the check wrote its own values into it."""
     seq = x.shape[-2]
     if torch.allclose(out, weight[:seq].expand_as(out), atol=1e-6):
         raise CheckFailed(f"{call} returned the position vectors alone; add them to x.")
@@ -347,6 +782,117 @@ def _diagnose_learned(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, 
             f"{call} added the vectors of positions 1 … {seq}; positions start at 0, so a sequence of {seq} "
             f"positions uses the vectors of positions 0 … {seq - 1}."
         )
+    if torch.allclose(out, x * math.sqrt(D) + weight[:seq], atol=1e-5):
+        raise CheckFailed(
+            f"{call} returned x · √d + the position vectors: x was multiplied by √d = √{D} before adding. This "
+            "module only adds, x + E[0 … seq-1]. (The √d_model of the original transformer scales the word "
+            "embeddings; notebook 07's model does that itself, before it adds the positions.)"
+        )
+    try:
+        with torch.random.fork_rng():  # a table made in forward draws from the global generator: leave it as it was
+            again = call_learner(module, x, call=f"{call}, a second time")
+    except CheckFailed:
+        again = None
+    if isinstance(again, torch.Tensor) and again.shape == out.shape and not torch.allclose(again, out, atol=1e-6):
+        raise CheckFailed(
+            f"{call} gave different results in two calls with the same x: the vectors added change from call to "
+            "call, as those of a table made anew inside forward do (it starts random each time, and it is not "
+            "among the module's parameters, so training never changes it). Look the positions up in "
+            "self.embedding, made once in __init__."
+        )
+    snapshot = made[:seq]  # (seq, d): what a lookup in __init__ gave; a table made of zeros would look like x alone
+    if (
+        snapshot.abs().max() > 0
+        and not torch.allclose(snapshot, weight[:seq], atol=1e-5)
+        and torch.allclose(out, x + snapshot, atol=1e-5)
+    ):
+        raise CheckFailed(
+            f"{call} added the vectors self.embedding held when the module was made, not those it holds now (the "
+            "check wrote values of its own into the table afterwards): vectors looked up or copied in __init__ are "
+            "a snapshot, which training would never change. Look the positions up in forward, at every call."
+        )
+    added = (out - x).reshape(-1, D)  # (positions of every sequence, d): the vectors the module added
+    if not any(torch.allclose(vector, row, atol=1e-5) for vector in added for row in weight):
+        raise CheckFailed(
+            f"{call}: none of the vectors added to x is a row of self.embedding.weight (the check wrote values of "
+            "its own into it). The position vectors must come from self.embedding, called on the positions."
+        )
+
+
+def _diagnose_learned_shape(out, x: torch.Tensor, weight: torch.Tensor, call: str) -> None:
+    """Name a result of the wrong shape that is x plus position vectors with an extra axis: a batch axis of their
+    own, (1, seq, d), or one from looking up a column of positions, (seq, 1, d)."""
+    if not isinstance(out, torch.Tensor) or out.shape == x.shape or not out.is_floating_point():
+        return
+    seq = x.shape[-2]
+    if out.shape == (1, *x.shape) and torch.allclose(out, x + weight[:seq], atol=1e-5):
+        raise CheckFailed(
+            f"{call} returned shape {shape_of(out)}: your position vectors have an axis of their own in front, "
+            f"({', '.join(map(str, (1, seq, D)))}), and adding them gave the result that axis too. A (seq, d) tensor "
+            "of position vectors broadcasts over any leading axes of x by itself, and x + it keeps x's shape."
+        )
+    vectors = weight[:seq, None, :]  # (seq, 1, d): what a column of positions looks up
+    try:
+        column = x + vectors  # x beside them, where their shapes broadcast
+    except RuntimeError:
+        return
+    if out.shape == column.shape and torch.allclose(out, column, atol=1e-5):
+        raise CheckFailed(f"{call} returned shape {shape_of(out)}. {COLUMN_LOOKUP.format(seq=seq, d=D)}")
+
+
+# What an nn.Embedding returns for a column of positions.
+COLUMN_LOOKUP = (
+    "You looked up a column of positions, shape ({seq}, 1): nn.Embedding gives one d-vector for each index, "
+    "keeping the index tensor's shape, so a ({seq}, 1) tensor of positions gives ({seq}, 1, {d}) vectors, which "
+    "do not line up with x. Look up a 1-D tensor of the positions, shape ({seq},), which gives ({seq}, {d})."
+)
+
+
+def _looks_up_a_column(module: nn.Module, seq: int) -> bool:
+    """Whether module(x) for a zero x of shape (seq, d) returns the vectors of a (seq, 1) column of positions,
+    shape (seq, seq, d): entry [t, u] is position t's vector."""
+    weight = module.embedding.weight.detach()
+    try:
+        out = module(torch.zeros(seq, D))
+    except Exception:  # noqa: BLE001 - any exception means no
+        return False
+    expected = weight[:seq, None, :].expand(seq, seq, D)
+    return isinstance(out, torch.Tensor) and out.shape == expected.shape and torch.allclose(out, expected, atol=1e-5)
+
+
+def _adds_the_whole_table(module: nn.Module) -> bool:
+    """Whether module(x) for a zero x of max_len positions returns every row of the table."""
+    weight = module.embedding.weight.detach()
+    try:
+        out = module(torch.zeros(MAX_LEN, D))
+    except Exception:  # noqa: BLE001 - any exception means no
+        return False
+    return isinstance(out, torch.Tensor) and out.shape == weight.shape and torch.allclose(out, weight, atol=1e-5)
+
+
+def _raises_value_error(module: nn.Module, shape: tuple[int, ...]) -> bool:
+    """Whether module(x) raises ValueError for an x of this shape."""
+    try:
+        module(torch.zeros(shape))
+    except ValueError:
+        return True
+    except Exception:  # noqa: BLE001 - any other exception means no
+        return False
+    return False
+
+
+def _counts_every_vector(module: nn.Module, call: str, error: BaseException) -> None:
+    """Name a length check that counts the vectors of the whole batch: one sequence of max_len positions runs, but
+    2 sequences of 6 (12 vectors, each axis of x at most max_len) raise ValueError."""
+    many = (2, MAX_LEN // 2 + 1, D)
+    if _runs(module, (MAX_LEN, D)) and _raises_value_error(module, many):
+        raise CheckFailed(
+            f"{call} raised ValueError, and so does x of shape {shape_of(many)}, but a single sequence of shape "
+            f"{shape_of((MAX_LEN, D))} works: the length check counts the vectors of every sequence in the batch "
+            f"({many[0]} × {many[1]} = {many[0] * many[1]} > max_len={MAX_LEN}; x.numel() // d and "
+            "x.shape[:-1].numel() count them all). The positions of one sequence are x.shape[-2], whatever the "
+            "number of leading axes."
+        ) from error
 
 
 def _forward(module: nn.Module, x: torch.Tensor, call: str, worked: list[tuple[int, ...]]):
@@ -356,6 +902,14 @@ def _forward(module: nn.Module, x: torch.Tensor, call: str, worked: list[tuple[i
         return call_learner(module, x, call=call)
     except CheckFailed as failure:
         error, seq = failure.__cause__, x.shape[-2]
+        if isinstance(error, ValueError) and x.ndim > 2 and seq <= MAX_LEN:
+            _counts_every_vector(module, call, error)
+        if isinstance(error, ValueError) and seq == MAX_LEN and _runs(module, (MAX_LEN, D)):
+            raise CheckFailed(
+                f"{call} raised ValueError, but a single sequence of shape {shape_of((MAX_LEN, D))} works: the "
+                "length check reads more than the positions of one sequence. The positions are x.shape[-2], "
+                "whatever the number of leading axes."
+            ) from error
         if isinstance(error, ValueError) and seq == MAX_LEN:
             raise CheckFailed(
                 f"{call} raised ValueError for exactly max_len={MAX_LEN} positions; positions 0 … {MAX_LEN - 1} "
@@ -373,6 +927,21 @@ def _forward(module: nn.Module, x: torch.Tensor, call: str, worked: list[tuple[i
                 "worked): the length check compares with the wrong number (embedding_dim is d; num_embeddings is "
                 "max_len)."
             ) from error
+        sizes = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", str(error))
+        if (
+            isinstance(error, RuntimeError)
+            and sizes
+            and seq != MAX_LEN
+            and {int(sizes[1]), int(sizes[2])} == {seq, MAX_LEN}
+            and _adds_the_whole_table(module)
+        ):
+            raise CheckFailed(
+                f"{failure}\nThose sizes are the {seq} positions of x and the {MAX_LEN} rows of the table: you added "
+                f"all {MAX_LEN} position vectors, those of positions 0 … {MAX_LEN - 1}. A sequence of {seq} "
+                f"positions takes the vectors of its own positions, 0 … {seq - 1}, only."
+            ) from error
+        if error is not None and _looks_up_a_column(module, seq):
+            raise CheckFailed(f"{failure}\n{COLUMN_LOOKUP.format(seq=seq, d=D)}") from error
         if isinstance(error, (RuntimeError, IndexError)) and "indices" in str(error) and "Long" in str(error):
             raise CheckFailed(
                 f"{failure}\nnn.Embedding takes integer indices: the positions you look up must be an integer "
@@ -383,6 +952,12 @@ def _forward(module: nn.Module, x: torch.Tensor, call: str, worked: list[tuple[i
             raise CheckFailed(
                 f"{failure}\nx of shape {shape_of(three_d[0])} worked: x may have any number of leading axes, "
                 "(..., seq, d), so take the length from axis -2 and add a (seq, d) tensor, which broadcasts."
+            ) from error
+        if isinstance(error, RuntimeError) and seq != D and _runs(module, (*x.shape[:-2], D, D)):
+            raise CheckFailed(
+                f"{failure}\nWith {D} positions, as many as d = {D}, your module runs: it takes the number of "
+                "positions from the last axis, or from d. x is (..., seq, d): the number of positions is "
+                "x.shape[-2]; x.shape[-1] is d, the size of each vector."
             ) from error
         raise
 
@@ -401,12 +976,7 @@ def _expect_gradients_of_the_first_rows(module: nn.Module, table: nn.Embedding, 
     call = "module(x) with x of shape (2, 4, 6)"
     module.zero_grad()
     out = call_learner(module, seeded_randn(2, 4, D, seed=seed), call=call)
-    if not out.requires_grad:
-        raise CheckFailed(
-            f"{call} returned a tensor that carries no gradient, although the table's weights require one. The "
-            "positions' vectors must stay in the graph: .data and .detach() cut them out of it, and so does "
-            "torch.no_grad(); then training never updates them."
-        )
+    expect_differentiable(out, call)
     out.sum().backward()
     grad = table.weight.grad if table.weight.grad is not None else torch.zeros_like(table.weight)
     used = (grad.abs().sum(dim=-1) > 0).tolist()  # (max_len,): which positions' vectors got a gradient

@@ -9,6 +9,7 @@ need one row of memory per row of target words, as the real model's cross-attent
 
 import itertools
 import math
+import re
 
 import torch
 import torch.nn.functional as F
@@ -86,6 +87,13 @@ def _diagnose_shift(shifted, target: torch.Tensor, bos_id: int, call: str) -> No
         )
     if torch.equal(shifted, target.roll(1, dims=1)):
         raise CheckFailed(f"{call}: torch.roll moved the last word to the front; position 0 must hold bos_id.")
+    down_a_row = torch.cat([torch.full_like(target[:1], bos_id), target[:-1]], dim=0)  # shifted along dim 0
+    if target.shape[0] > 1 and shifted.shape == target.shape and torch.equal(shifted, down_a_row):
+        raise CheckFailed(
+            f"{call}: you shifted along the batch axis (dim 0): the first row became bos_id and every sentence "
+            "moved down one row, into the next sentence's place. The words move along the word axis, dim 1: "
+            "each sentence moves one place to the right within its own row."
+        )
     if shifted.shape == target.shape and not (shifted[:, 0] == bos_id).all():
         if torch.equal(shifted[:, :-1], target[:, 1:]):
             raise CheckFailed(
@@ -98,6 +106,14 @@ def _diagnose_shift(shifted, target: torch.Tensor, bos_id: int, call: str) -> No
             f"{call}: you replaced the target's first word by bos_id, and the other words stayed where they were. "
             "Every word moves one place to the right: column i of the result is the target's column i - 1, so "
             "the first word is kept (in column 1) and the last one drops out."
+        )
+    without_eos = target.masked_fill(target == EOS, PAD)  # (batch, n_tgt)
+    eos_dropped = torch.cat([torch.full_like(target[:, :1], bos_id), without_eos[:, :-1]], dim=1)
+    if shifted.shape == target.shape and torch.equal(shifted, eos_dropped) and (target[:, :-1] == EOS).any():
+        raise CheckFailed(
+            f"{call}: the EOS of the shorter sentences became PAD:\n{shifted.tolist()}\nEOS is a word of the "
+            "target like the others: column i of the result is the target's column i - 1, whatever its id, EOS "
+            "and PAD included. Only the target's last column drops out; every other id moves along unchanged."
         )
 
 
@@ -129,22 +145,33 @@ def _check_loss_values(sequence_loss, seed: int, pad_id: int) -> None:
         except NotImplementedYet:
             raise
         except CheckFailed as crash:
-            _explain_loss_crash(crash, call)
-        expect_tensor(loss, "sequence_loss", (), logits.dtype)
+            _explain_loss_crash(crash, call, logits.shape)
+        value = _loss_value(loss, logits.dtype)
         expected = _cross_entropy(logits, target, pad_id=pad_id, smoothing=smoothing)
-        if not torch.allclose(loss.detach(), expected, atol=1e-5):
-            _diagnose_loss(loss.detach(), logits, target, pad_id, smoothing, call)
+        if not torch.allclose(value, expected, atol=1e-5):
+            _diagnose_loss(value, logits, target, pad_id, smoothing, call)
+            _expect_positions_kept_apart(sequence_loss, logits, target, pad_id, smoothing, call)
             _expect_no_gradient_at_padding(loss, leaf, target, pad_id, smoothing, call)
-        expect_close(loss.detach(), expected, f"{call}, compared with F.cross_entropy")
+        expect_close(value, expected, f"{call}, compared with F.cross_entropy")
         _check_gradient(loss, leaf, target, pad_id, smoothing, call)
     call = f"sequence_loss(logits × 1000, target, pad_id={pad_id}, smoothing=0.1)"
     loss = call_learner(sequence_loss, logits * 1000, target, pad_id, 0.1, call=call)
-    if not torch.isfinite(loss).all():
+    value = _loss_value(loss, logits.dtype)
+    if not torch.isfinite(value).all():
         raise CheckFailed(
-            f"{call} is {loss.item()}: log(softmax(...)) underflows to log(0) = -inf for large logits. Compute "
+            f"{call} is {value.item()}: log(softmax(...)) underflows to log(0) = -inf for large logits. Compute "
             "log-probabilities with torch.log_softmax, which stays finite."
         )
-    expect_close(loss.detach(), _cross_entropy(logits * 1000, target, pad_id=pad_id, smoothing=0.1), call, atol=1e-3)
+    expect_close(value, _cross_entropy(logits * 1000, target, pad_id=pad_id, smoothing=0.1), call, atol=1e-3)
+
+
+def _loss_value(loss, dtype: torch.dtype) -> torch.Tensor:
+    """The learner's 0-dimensional loss, detached, in the logits' dtype: a loss computed in double precision is as
+    good (nothing in the exercise asks for float32), and compares the same once rounded."""
+    if isinstance(loss, torch.Tensor) and loss.dtype == torch.float64:
+        expect_tensor(loss, "sequence_loss", (), torch.float64)
+        return loss.detach().to(dtype)
+    return expect_tensor(loss, "sequence_loss", (), dtype).detach()
 
 
 @oracle
@@ -154,31 +181,87 @@ def _cross_entropy(logits, target, *, pad_id: int, smoothing: float, **options) 
     return F.cross_entropy(flat_logits, flat_target, ignore_index=pad_id, label_smoothing=smoothing, **options)
 
 
-def _explain_loss_crash(crash: CheckFailed, call: str) -> None:
-    """PyTorch's loss functions read the classes on dim 1; given (batch, n_tgt, vocab) they fail with this error."""
+def _explain_loss_crash(crash: CheckFailed, call: str, shape: torch.Size) -> None:
+    """PyTorch's loss functions read the classes on dim 1; given (batch, n_tgt, vocab) they fail with this error.
+    An id looked up along another axis than the vocabulary's goes out of range there."""
     if "Expected target size" in str(crash.__cause__):
         raise CheckFailed(
             f"{crash}\nF.cross_entropy and F.nll_loss read the classes (here the vocabulary) on dim 1, and took "
             "the logits (batch, n_tgt, vocab) for n_tgt classes at vocab positions. Give them the vocabulary on "
             "dim 1, or one row per position: look up their Shape section."
         ) from crash.__cause__
+    found = re.search(r"index (\d+) is out of bounds for dimension (\d+) with size (\d+)", str(crash.__cause__))
+    axes = {0: "the sentences (batch)", 1: "the positions (n_tgt)"}
+    if found and int(found[2]) in axes and int(found[3]) == shape[int(found[2])] != shape[-1]:
+        index, axis, size = map(int, found.groups())
+        raise CheckFailed(
+            f"{crash}\nThe id {index} was looked up along dim {axis}, the axis of {axes[axis]}, which has {size} "
+            f"places. The target's ids pick words of the vocabulary: they index the last axis of the logits, dim "
+            f"-1 (here {shape[-1]} words). Look up the dim argument of Tensor.gather: it names the axis the ids "
+            "index, and the ids need as many dimensions as the logits."
+        ) from crash.__cause__
     raise crash
 
 
 def _diagnose_loss(loss, logits, target, pad_id: int, smoothing: float, call: str) -> None:
     per_token = _cross_entropy(logits, target, pad_id=pad_id, smoothing=smoothing, reduction="none")  # 0 where padded
+    real = target != pad_id  # (batch, n_tgt)
     log_p = logits.log_softmax(-1)  # (batch, n_tgt, vocab)
     right = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (batch, n_tgt)
     wrong = -log_p.sum(-1) - right  # (batch, n_tgt): summed over the vocab - 1 wrong words
     spread_over_wrong_words = (1 - smoothing) * right + smoothing * wrong / (logits.shape[-1] - 1)
     others = wrong + log_p[..., pad_id]  # (batch, n_tgt): summed over the vocab - 2 words neither right nor padding
     annotated_transformer = (1 - smoothing) * right + smoothing * others / (logits.shape[-1] - 2)
-    real = target != pad_id
     every_position = _cross_entropy(logits, target, pad_id=-100, smoothing=smoothing, reduction="none")
     every_position = every_position.reshape(target.shape)  # (batch, n_tgt): padding positions not left out
     smoothing_summed = (1 - smoothing) * right + smoothing * -log_p.sum(-1)  # (batch, n_tgt): ε on every word
     uniform = -log_p.mean(-1)  # (batch, n_tgt)
+    vocab = logits.shape[-1]
+    per_position = per_token.reshape(target.shape)  # (batch, n_tgt), 0 where padded
+    on_right, on_other = 1 - smoothing + smoothing / vocab, smoothing / vocab  # the smoothed target q
+    entropy = -sum(n * q * math.log(q) for n, q in ((1, on_right), (vocab - 1, on_other)) if q > 0)
+
+    def smoothed(log_p: torch.Tensor) -> torch.Tensor:  # (batch, n_tgt): the loss at each position, from log_p
+        picked = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+        return (1 - smoothing) * picked + smoothing * -log_p.mean(-1)
+
+    batch, n_tgt = target.shape
+    reshaped = logits.reshape(batch, vocab, n_tgt)  # the numbers in their order, read as (batch, vocab, n_tgt)
     mistakes = {
+        "you normalised over the positions (dim 1), not over the vocabulary: log_softmax (or softmax) over dim 1 "
+        "makes each word's probabilities across the positions of a sentence add up to 1, so every position's "
+        "loss depends on the other positions' logits, padding included. Each position's probabilities are over "
+        "the vocabulary, the last axis (dim=-1)": smoothed(logits.log_softmax(1))[real].mean(),
+        "you normalised over the sentences (dim 0), not over the vocabulary: log_softmax (or softmax) over dim 0 "
+        "makes each word's probabilities across the sentences of the batch add up to 1. Each position's "
+        "probabilities are over the vocabulary, the last axis (dim=-1)": smoothed(logits.log_softmax(0))[real].mean(),
+        f"view or reshape to (batch, vocab, n_tgt) = {(batch, vocab, n_tgt)} does not move the vocabulary to dim "
+        "1: it keeps the numbers in their order and cuts them into rows of another length, so each 'position' "
+        "of the reshaped tensor holds logits of several positions. Moving an axis takes transpose or "
+        "permute; or flatten the positions, one row of vocab logits per position": F.cross_entropy(
+            reshaped, target, ignore_index=pad_id, label_smoothing=smoothing
+        ),
+        "your smoothing term is divided by the vocabulary size twice: you multiplied the mean of -log p over the "
+        "V words by smoothing / V. Each word's target probability is smoothing / V, so the term is "
+        "Σ_v (smoothing / V)(-log p_v) = smoothing times the mean: the mean already divides by V": (
+            ((1 - smoothing) * right + smoothing / vocab * uniform)[real].mean() if smoothing > 0 else None
+        ),
+        f"you kept the positions where target > pad_id, but ids below pad_id={pad_id} are real words too (the "
+        f"target here holds ids {sorted(set(target[(target < pad_id)].tolist()))}): leave out exactly the positions "
+        "where target == pad_id": (every_position[target > pad_id].mean() if (target < pad_id).any() else None),
+        "you averaged the loss within each sentence, then over the sentences: a word of a short sentence then "
+        "weighs more than a word of a long one. Average over all the real tokens of the batch at once, so that "
+        "every real token counts the same": (per_position.sum(1) / real.sum(1)).mean(),
+        f"your loss is below the cross-entropy by {entropy:.4f}, the entropy of the smoothed target q: you "
+        "computed the KL divergence KL(q || p), which F.kl_div gives, while the loss here is the cross-entropy "
+        "-Σ q log p. The two differ by that constant, so their gradients agree, but not their values: the "
+        "cross-entropy cannot go below the entropy of q (the cell after this exercise computes it), the divergence "
+        "goes down to 0": (
+            _cross_entropy(logits, target, pad_id=pad_id, smoothing=smoothing) - entropy if smoothing > 0 else None
+        ),
+        "the right word's term is not multiplied by 1 - smoothing: the smoothed target gives the right word "
+        "1 - smoothing, plus the smoothing / vocab that the mean over the vocabulary already counts. As written, "
+        "your target's probabilities add up to 1 + smoothing": ((right + smoothing * uniform)[real].mean()),
         "padding positions count in your loss: leave out the positions where target == pad_id, and average "
         "over the real tokens only": _cross_entropy(logits, target, pad_id=-100, smoothing=smoothing),
         "you divided by the number of all positions, padding included; divide by the number of real tokens": (
@@ -224,6 +307,36 @@ def _expect_connected(loss, call: str) -> None:
         )
 
 
+def _expect_positions_kept_apart(sequence_loss, logits, target, pad_id: int, smoothing: float, call: str) -> None:
+    """The loss is a mean of per-position terms, each a function of its own position's logits: moving one
+    position's logits changes the gradient at that position only. A softmax over another axis than the
+    vocabulary, or a reshape that cuts the numbers into rows of another length, mixes the positions."""
+
+    def gradient(at: torch.Tensor) -> torch.Tensor | None:
+        leaf = at.clone().requires_grad_()
+        try:
+            (found,) = torch.autograd.grad(sequence_loss(leaf, target, pad_id, smoothing), leaf)
+        except Exception:  # noqa: BLE001 - no gradient to compare: other messages explain the mistake
+            return None
+        return found if isinstance(found, torch.Tensor) and found.shape == logits.shape else None
+
+    moved = logits.clone()
+    moved[0, 0] += torch.linspace(-1.0, 1.0, logits.shape[-1])  # row 0, position 0: a real word
+    before, after = gradient(logits), gradient(moved)
+    if before is None or after is None:
+        return
+    changed = (after - before).abs().amax(dim=-1)  # (batch, n_tgt)
+    changed[0, 0] = 0.0
+    if changed.max() > 1e-6:
+        row, position = divmod(int(changed.argmax()), target.shape[1])
+        raise CheckFailed(
+            f"{call}: your loss mixes positions. Changing the logits of row 0, position 0 alone changes the "
+            f"gradient at row {row}, position {position}. Each position's term must depend on its own logits "
+            "only: its probabilities are a softmax over the vocabulary, the last axis. A softmax over another "
+            "axis, or a view/reshape that cuts the numbers into rows of another length, mixes positions."
+        )
+
+
 def _expect_no_gradient_at_padding(loss, leaf: torch.Tensor, target, pad_id: int, smoothing: float, call: str):
     """A padding position must not move the model: its logits get no gradient, whatever else is wrong."""
     _expect_connected(loss, call)
@@ -247,7 +360,32 @@ def _check_gradient(loss, leaf: torch.Tensor, target, pad_id: int, smoothing: fl
     _expect_no_gradient_at_padding(loss, leaf, target, pad_id, smoothing, call)
     (gradient,) = torch.autograd.grad(loss, leaf)
     expected = _cross_entropy_gradient(leaf, target, pad_id=pad_id, smoothing=smoothing)
+    if not torch.allclose(gradient, expected, atol=1e-5):
+        _diagnose_gradient(gradient, expected, leaf, target, pad_id, smoothing, call)
     expect_close(gradient, expected, f"{call}: the gradient with respect to the logits")
+
+
+def _diagnose_gradient(gradient, expected, leaf, target, pad_id: int, smoothing: float, call: str) -> None:
+    """The value is right (checked before) and the gradient is not: part of the loss passes no gradient."""
+    right_word = (1 - smoothing) * _cross_entropy_gradient(leaf, target, pad_id=pad_id, smoothing=0.0)
+    cut = {  # which term's gradient is missing, if the gradient is the other term's alone
+        "the smoothing term, smoothing times the mean of -log p": right_word,
+        "the right word's term, (1 - smoothing) times -log p of the right word": expected - right_word,
+    }
+    for term, left in cut.items():
+        if smoothing > 0 and torch.allclose(gradient, left, atol=1e-6):
+            raise CheckFailed(
+                f"{call}: the value of your loss is right, but not its gradient: {term}, passes no gradient to "
+                "the logits, as if it were a constant (a .detach(), .data, or a value computed under "
+                "torch.no_grad()). Training follows the gradient of the whole loss: both terms must stay "
+                "connected to the logits."
+            )
+    raise CheckFailed(
+        f"{call}: the value of your loss is right, but not its gradient with respect to the logits (it differs "
+        f"from F.cross_entropy's by up to {(gradient - expected).abs().max().item():.3g}). Part of your "
+        "computation passes back less gradient than its value depends on: look for a .detach(), .data, .item() "
+        "or torch.no_grad() on the way from the logits to the loss."
+    )
 
 
 @oracle
@@ -284,7 +422,9 @@ def check_learning_rate(learning_rate, peak: float = 1e-3, warmup_steps: int = 4
         if not math.isclose(value, expected[step], rel_tol=1e-6):
             raise CheckFailed(
                 f"learning_rate(step={step}, peak={peak}, warmup_steps={warmup_steps}) = {value:.6g}; expected "
-                f"{expected[step]:.6g} = peak · min(step / warmup_steps, sqrt(warmup_steps / step))."
+                f"{expected[step]:.6g}. The rate grows linearly, from peak / warmup_steps at step 1 to the peak at "
+                "step warmup_steps, then decays as 1 / √step: peak / 2 at 4 × warmup_steps, peak / 10 at "
+                "100 × warmup_steps."
             )
     passed("learning_rate", "warms up linearly to the peak, then decays as 1/√step")
 
@@ -314,10 +454,40 @@ def _diagnose_schedule(values: dict[int, float], peak: float, warmup: int) -> No
             "the square root of step / warmup_steps. Only the decay has a square root; the warm-up grows linearly, "
             "peak · step / warmup_steps."
         )
+    highest_at_the_ends = min(values[1], values[100 * warmup]) > peak * (1 + 1e-6)
+    if highest_at_the_ends and math.isclose(values[warmup], peak, rel_tol=1e-6):
+        raise CheckFailed(
+            f"learning_rate(step=1, ...) = {values[1]:.6g} and learning_rate(step={100 * warmup}, ...) = "
+            f"{values[100 * warmup]:.6g}, both above the peak {peak}, which your rate reaches at step warmup_steps: "
+            "the rate is lowest at the end of the warm-up instead of highest. The likely cause: at every step it "
+            "takes the larger of the two pieces, the warm-up's line and the decay's curve, where the schedule "
+            "follows the lower one."
+        )
+    decay_from_peak_forgotten = [math.isclose(values[step], peak / math.sqrt(step)) for step in values if step > warmup]
+    if all(decay_from_peak_forgotten) and math.isclose(values[warmup], peak, rel_tol=1e-6):
+        raise CheckFailed(
+            f"learning_rate(step={4 * warmup}, ...) = {late:.6g}, where the rate should be half the peak: your decay "
+            f"is peak / √step, which drops from the peak to peak / {math.sqrt(warmup + 1):.3g} in one step, at the "
+            "end of the warm-up. The decay starts from the peak: it is the peak times a factor that is 1 at step = "
+            "warmup_steps and falls as 1 / √step."
+        )
+    if all(math.isclose(value, peak * min(step / warmup, warmup / math.sqrt(step))) for step, value in values.items()):
+        raise CheckFailed(
+            f"learning_rate(step={4 * warmup}, ...) = {late:.6g}, above the peak {peak}: after the warm-up your rate "
+            "goes on rising. Your decay term is warmup_steps / √step: its square root covers step alone (written "
+            "with **, mind that ** binds more tightly than /), so at step = warmup_steps it is √warmup_steps, not "
+            "1. The square root must cover the whole ratio of the two numbers."
+        )
+    if max(values[4 * warmup], values[100 * warmup]) > peak * (1 + 1e-6):
+        raise CheckFailed(
+            f"learning_rate(step={4 * warmup}, ...) = {late:.6g} and learning_rate(step={100 * warmup}, ...) = "
+            f"{values[100 * warmup]:.6g}: after the warm-up your rate is above the peak {peak}, the highest rate "
+            "of the schedule. After warmup_steps it decays as 1 / √step: peak / 2 at 4 × warmup_steps."
+        )
     if math.isclose(late, peak, rel_tol=1e-6):
         raise CheckFailed(
             f"learning_rate(step={4 * warmup}, ...) is still the peak: the rate must decay after the warm-up, "
-            "as peak · sqrt(warmup_steps / step)."
+            "as 1 / √step (peak / 2 at 4 × warmup_steps)."
         )
     if math.isclose(late, peak / 4, rel_tol=1e-6):
         raise CheckFailed(
@@ -352,6 +522,8 @@ class _Spy(nn.Module):
         self.vocab = vocab
         self.problems: list[str] = []
         self.widths: list[int] = []
+        self.rows_at_width: dict[int, int] = {}  # prefix width -> rows of prefixes decoded at that width, in all
+        self.decoded: dict[int, set[tuple[int, ...]]] = {}  # prefix width -> the prefixes' words after BOS
         self.encoded_rows = 0  # sentences encoded, through forward too
         self.forward_calls = 0
 
@@ -368,9 +540,11 @@ class _Spy(nn.Module):
 
     def decode(self, tgt, memory, tgt_mask=None, src_mask=None) -> torch.Tensor:
         self.widths.append(tgt.shape[-1])
+        self.rows_at_width[tgt.shape[-1]] = self.rows_at_width.get(tgt.shape[-1], 0) + tgt.shape[0]
+        self.decoded.setdefault(tgt.shape[-1], set()).update(tuple(row[1:]) for row in tgt.tolist())
         self._expect_memory_per_row(memory, tgt.shape[0])
         self._expect_source_mask(src_mask, memory[..., 0] != PAD, "model.decode")
-        self._expect_causal(tgt_mask, tgt.shape[-1])
+        self._expect_causal(tgt_mask, tgt.shape[-1], memory.shape[1])
         if tgt.shape[-1] > 0 and not (tgt[:, 0] == BOS).all():
             self._note("the target prefixes given to model.decode must start with BOS")
         return self.next_word_logits(tgt, memory[..., 0].long())  # (batch, n_tgt, vocab)
@@ -405,11 +579,23 @@ class _Spy(nn.Module):
             )
             raise RuntimeError(f"memory of batch size {memory.shape[0]} for {rows} rows of target words")
 
-    def _expect_causal(self, mask, width: int) -> None:
+    def _expect_causal(self, mask, width: int, n_src: int) -> None:
+        tokens = f"a prefix of {width} tokens (BOS and {width - 1} words)" if width > 1 else "a prefix of BOS alone"
         if mask is None or not isinstance(mask, torch.Tensor):
             self._note("model.decode got no tgt_mask: even when decoding, the prefix needs the causal mask")
-        elif mask.shape[-2:] != (width, width) or (mask.bool() & ~torch.ones(width, width).tril().bool()).any():
-            self._note(f"the tgt_mask given to model.decode is not causal for a prefix of {width} words")
+        elif mask.shape[-2:] != (width, width):
+            source = (
+                f": {n_src} is the length of the source, so was the mask made from src? The decoder's mask is made "
+                "from the prefix it is given"
+                if mask.shape[-2:] == (n_src, n_src)
+                else ""
+            )
+            self._note(
+                f"model.decode got a tgt_mask of shape {tuple(mask.shape)} for {tokens}; its last two axes must "
+                f"be ({width}, {width}), one row and one column per token of the prefix{source}"
+            )
+        elif (mask.bool() & ~torch.ones(width, width).tril().bool()).any():
+            self._note(f"the tgt_mask given to model.decode is not causal for {tokens}: it lets a token see later ones")
 
     def expect_no_problems(self, call: str) -> None:
         if self.problems:
@@ -464,20 +650,42 @@ class _TableModel(_Spy):
                 logits[row, position] += 3.0 * ((5 * row + 3 * sum(prefix) + 2 * len(prefix)) % 7) - 9.0
         return logits
 
-    def score(self, words: list[int], alpha: float, extra_length: int = 0) -> float:
-        """The length-normalised log-probability of the words after BOS; extra_length=1 is the mistake of
-        counting BOS in the length."""
-        log_p = sum(math.log(self.probabilities(tuple(words[:i])).get(w, 1e-13)) for i, w in enumerate(words))
-        return log_p / (len(words) + extra_length) ** alpha
+    def log_probabilities(self, words: list[int]) -> list[float]:
+        """The log-probability of each of the words after BOS, given the words before it."""
+        return [math.log(self.probabilities(tuple(words[:i])).get(w, _NEVER)) for i, w in enumerate(words)]
 
-    def best(self, max_len: int, alpha: float, extra_length: int = 0) -> tuple[list[int], float]:
+    def score(self, words: list[int], alpha: float, ranking: str = "length") -> float:
+        """The summed log-probability of the words after BOS divided by length**alpha; another ranking gives the
+        score that a mistaken search ranks by (see _RANKINGS)."""
+        return _RANKINGS[ranking](self.log_probabilities(words), alpha)
+
+    def best(self, max_len: int, alpha: float, ranking: str = "length") -> tuple[list[int], float]:
         """The best hypothesis by trying every one: ended by EOS within max_len words, or max_len words long."""
         words = (EOS, 4, 5, 6, 7)
         candidates = [
             [*prefix, EOS] for length in range(max_len) for prefix in itertools.product(words[1:], repeat=length)
         ] + [list(prefix) for prefix in itertools.product(words[1:], repeat=max_len)]
-        best = max(candidates, key=lambda c: self.score(c, alpha, extra_length))
-        return best, self.score(best, alpha, extra_length)
+        best = max(candidates, key=lambda c: self.score(c, alpha, ranking))
+        return best, self.score(best, alpha, ranking)
+
+
+_NEVER = 1e-13  # the probability of a word the table leaves out: its logit is 30 below a sure word's
+
+
+def _divided_at_every_step(log_p: list[float], alpha: float) -> float:
+    """The mistake of keeping the normalised score as the running score: divided by k**alpha at each step k."""
+    score = 0.0
+    for k, word_log_p in enumerate(log_p, start=1):
+        score = (score + word_log_p) / k**alpha
+    return score
+
+
+_RANKINGS = {  # how a search ranks a hypothesis from its words' log-probabilities; only "length" is right
+    "length": lambda log_p, alpha: sum(log_p) / len(log_p) ** alpha,
+    "BOS counted": lambda log_p, alpha: sum(log_p) / (len(log_p) + 1) ** alpha,
+    "GNMT": lambda log_p, alpha: sum(log_p) / ((5 + len(log_p)) / 6) ** alpha,
+    "divided at every step": _divided_at_every_step,
+}
 
 
 def _greedy_check_model(seed: int) -> Transformer:
@@ -519,8 +727,13 @@ def check_greedy_decode(greedy_decode, seed: int = 0) -> None:
     for max_len in (10, 4):
         model = _ReversingModel(vocab=12)
         call = f"greedy_decode(model, src, max_len={max_len})"
-        with torch.no_grad():
-            words = call_learner(greedy_decode, model, src, max_len, call=call)
+        try:
+            with torch.no_grad():
+                words = call_learner(greedy_decode, model, src, max_len, call=call)
+        except NotImplementedYet:
+            raise
+        except CheckFailed as crash:
+            _explain_greedy_crash(crash, model, src.shape[0])
         _expect_one_encoding(model, src.shape[0], call)
         if len(model.widths) > 1 and max(model.widths) == 1:
             raise CheckFailed(
@@ -532,6 +745,7 @@ def check_greedy_decode(greedy_decode, seed: int = 0) -> None:
         if not (isinstance(words, torch.Tensor) and torch.equal(words, expected)):
             _expect_same_words_again(greedy_decode, words, src, max_len, call)
         _diagnose_greedy(words, expected, max_len, call)
+        _expect_integer_ids(words, call)
         expect_tensor(words, "greedy_decode", expected.shape, torch.int64)
         if not torch.equal(words, expected):
             raise CheckFailed(f"{call} with a model that reverses the source: expected\n{expected.tolist()}\ngot\n"
@@ -544,6 +758,36 @@ def check_greedy_decode(greedy_decode, seed: int = 0) -> None:
     expect_tensor(words, "greedy_decode", (2, words.shape[-1] if isinstance(words, torch.Tensor) else 7), torch.int64)
     _expect_greedy_choices(model, src, words, call)
     passed("greedy_decode", "picks the most likely next word, stops at EOS, pads finished rows")
+
+
+def _explain_greedy_crash(crash: CheckFailed, model: _Spy, batch: int) -> None:
+    """A crash where sizes of the batch and of the vocabulary meet: a tensor the size of the vocabulary stood where
+    one number per sentence was needed, as an argmax over dim 0 of the (batch, vocab) logits gives."""
+    if model.problems:
+        raise CheckFailed(f"{crash}\nBefore it, {model.problems[0]}.") from crash.__cause__
+    message = str(crash.__cause__)
+    sizes = {int(size) for size in re.findall(r"size (?:of tensor [ab] \()?(\d+)", message)}
+    if {batch, model.vocab} <= sizes:
+        raise CheckFailed(
+            f"{crash}\nOne of your tensors has {model.vocab} numbers, the size of the vocabulary, where one number "
+            f"per sentence ({batch}) was needed. The usual cause: an argmax (or max) over dim 0 of the last "
+            "position's logits, (batch, vocab), which gives one index per vocabulary word, the sentence where it "
+            "scores highest. Each sentence's next word is the argmax over the vocabulary, the last axis."
+        ) from crash.__cause__
+    raise crash
+
+
+def _expect_integer_ids(words, call: str) -> None:
+    """Token ids are integers: a prefix made with torch.ones or torch.zeros, or scaled by a number, is float."""
+    if isinstance(words, torch.Tensor) and words.is_floating_point():
+        raise CheckFailed(
+            f"{call} returned dtype {words.dtype}: token ids are integers, torch.long (int64), as src's are, and "
+            "the model's embedding (nn.Embedding) takes integer ids only. A tensor made with torch.ones, "
+            "torch.zeros or torch.empty is float unless it is given a dtype, and torch.cat with a float tensor "
+            "makes the whole result float. Look up the dtype argument of the function that makes your BOS column "
+            "(torch.full takes the dtype of its fill value, torch.full_like and Tensor.new_full that of the tensor "
+            "they start from)."
+        )
 
 
 def _expect_one_encoding(model: _Spy, sentences: int, call: str) -> None:
@@ -590,6 +834,20 @@ def _diagnose_greedy(words, expected: torch.Tensor, max_len: int, call: str) -> 
             f"{call}: every word repeats the first prediction; the next word is predicted at the last position "
             "of the prefix: logits[:, -1]."
         )
+    _expect_rows_stay_finished(words, call)
+    if words.shape[1] > max_len:
+        raise CheckFailed(
+            f"{call} returned rows of {words.shape[1]} words, more than max_len={max_len}: stop after max_len "
+            "words, even when some rows have not produced EOS: max_len is what ends the translation of a "
+            "sentence whose EOS does not come."
+        )
+    if words.shape == expected.shape and (expected == EOS).any() and not (words == EOS).any():
+        if torch.equal(words, expected.masked_fill(expected == EOS, PAD)):
+            raise CheckFailed(
+                f"{call}: no row contains EOS, every row's EOS became PAD:\n{words.tolist()}\nEOS is the last "
+                "word a row writes, and it stays in the output. A row counts as finished only once its EOS has "
+                "been written, so that PAD fills the places after the EOS, not the EOS itself."
+            )
     if words.shape[1] == max_len > expected.shape[1]:
         if torch.equal(words[:, : expected.shape[1]], expected):
             raise CheckFailed(f"{call}: stop as soon as every row has produced EOS; you went on to max_len.")
@@ -602,6 +860,32 @@ def _diagnose_greedy(words, expected: torch.Tensor, max_len: int, call: str) -> 
     if words.shape == expected.shape and ((expected == PAD) & (words != PAD)).any():
         raise CheckFailed(
             f"{call}: a row went on after its EOS; once a row has produced EOS, its later places hold PAD."
+        )
+
+
+def _expect_rows_stay_finished(words: torch.Tensor, call: str) -> None:
+    """After its first EOS, a row holds only PAD."""
+    for row, sentence in enumerate(words.tolist()):
+        if EOS not in sentence:
+            continue
+        after = sentence[sentence.index(EOS) + 1 :]
+        if all(word == PAD for word in after):
+            continue
+        if all(word == EOS for word in after):
+            raise CheckFailed(
+                f"{call}: row {row} is {sentence}: after its EOS, the row's later places hold EOS again. A row "
+                "ends with one EOS, and the places after it, up to the length of the longest row, hold PAD."
+            )
+        if after[0] == PAD:
+            raise CheckFailed(
+                f"{call}: row {row} is {sentence}: after its EOS it wrote PAD, then words again. A row that has "
+                "produced EOS is finished for good: remember every row that has produced EOS so far, not only "
+                "the rows that produced it at the last step. If you did combine the two with |, mind that | "
+                "binds more tightly than ==: `finished | next_word == EOS` reads `(finished | next_word) == EOS`."
+            )
+        raise CheckFailed(
+            f"{call}: a row went on after its EOS (row {row} is {sentence}); once a row has produced EOS, its "
+            "later places hold PAD."
         )
 
 
@@ -645,8 +929,8 @@ _UNFINISHED_WINS = (  # "EOS" finishes at once (p = 0.3), but "4 5 6", cut at ma
 @learner_facing
 def check_beam_search(beam_search, seed: int = 0) -> None:
     """Check that the hypothesis returned is the best one, found by trying every sequence, in scripted cases
-    where a beam finds it and greedy choices or other rankings do not; that the hypotheses' memory has one row per
-    hypothesis; and that beam_size=1 is greedy."""
+    where a beam finds it and greedy choices or other rankings do not; that the beam holds at most beam_size
+    hypotheses; that the hypotheses' memory has one row per hypothesis; and that beam_size=1 is greedy."""
     cases = [  # (table, beam_size, max_len, alpha, what the case is about)
         (_GREEDY_TRAP, 2, 4, 0.0, "the first word with the highest probability does not lead to the best sentence"),
         (_SURE_BUT_UNLIKELY, 2, 3, 0.6, "hypotheses are ranked by their summed log-probability, not their last word"),
@@ -670,8 +954,10 @@ def check_beam_search(beam_search, seed: int = 0) -> None:
         except NotImplementedYet:
             raise
         except CheckFailed as crash:
-            _explain_crash(crash, model, call, lesson)
+            crash_lesson = lesson if table is _NEVER_ENDING[0] else None  # the one case a crash here is about
+            _explain_crash(crash, beam_search, model, call, (beam_size, max_len, alpha), crash_lesson)
         model.expect_no_problems(call)
+        _expect_beam_kept_to_size(model, beam_size, call)
         _expect_hypothesis(words, max_len, call)
         if EOS in words[:-1]:
             raise CheckFailed(
@@ -679,20 +965,67 @@ def check_beam_search(beam_search, seed: int = 0) -> None:
                 "it aside and do not extend it."
             )
         if words[-1] != EOS and len(words) < max_len:
-            _explain_early_stop(beam_search, words, call, max_len=max_len)
+            _explain_early_stop(beam_search, model, words, call, max_len=max_len, alpha=alpha)
         if not _is_best(model, words, max_len, alpha):
             _expect_independent_of_logit_offsets(beam_search, table, default, words, call, beam_size, max_len, alpha)
-        _expect_best_hypothesis(model, words, call, beam_size=beam_size, max_len=max_len, alpha=alpha, lesson=lesson)
+        _expect_best_hypothesis(
+            beam_search, model, words, call, beam_size=beam_size, max_len=max_len, alpha=alpha, lesson=lesson
+        )
     _check_beam_of_one_is_greedy(beam_search, seed)
     passed("beam_search", "finds the best hypothesis by summed log-probability with length normalisation")
 
 
-def _explain_crash(crash: CheckFailed, model: _Spy, call: str, lesson: str) -> None:
-    """Re-raise a crash of the learner's beam search with what explains it best: a mistake the scripted model saw
-    before it (a memory that does not match the words, say), or else what the case is about."""
+def _explain_crash(crash: CheckFailed, beam_search, model: _TableModel, call: str, search, lesson) -> None:
+    """Re-raise a crash of the learner's beam search with what explains it: a mistake the scripted model saw
+    before it (a memory that does not match the words, say), an index out of range that a beam as wide as the
+    vocabulary does not reach, or, in a case where a crash is what the case is about, its lesson."""
     if model.problems:
         raise CheckFailed(f"{call}: {model.problems[0]}.") from crash.__cause__
-    raise CheckFailed(f"{crash}\nIn this case {lesson}.") from crash.__cause__
+    beam_size, max_len, alpha = search
+    out_of_range = isinstance(crash.__cause__, IndexError) or "out of range" in str(crash.__cause__)
+    if out_of_range and beam_size != model.vocab:
+        wide = f"beam_search(the same model, src, beam_size={model.vocab}, max_len={max_len}, alpha={alpha})"
+        try:
+            with torch.no_grad():
+                wide_model = _TableModel(model.table, model.default)
+                found = call_learner(
+                    beam_search, wide_model, torch.tensor([4, 5, 6]), model.vocab, max_len, alpha, call=wide
+                )
+        except CheckFailed:
+            found = None
+        if isinstance(found, list):
+            raise CheckFailed(
+                f"{crash}\nWith beam_size={model.vocab}, the size of this model's vocabulary, the same search runs "
+                f"without error: {wide} returns {found}. So an index computed with beam_size goes out of range. "
+                "Flattened, the (hypotheses, vocab) scores hold hypothesis h's extensions at the flat indices "
+                "h · vocab to h · vocab + vocab - 1: it is the size of the vocabulary, whatever beam_size is, that "
+                "turns a flat index back into a hypothesis (how many whole rows come before it) and a word (its "
+                "place in its row)."
+            ) from crash.__cause__
+    if lesson:
+        raise CheckFailed(f"{crash}\nIn this case {lesson}.") from crash.__cause__
+    if isinstance(crash.__cause__, TypeError) and re.search(r"'list' and|and 'list'", str(crash.__cause__)):
+        raise CheckFailed(
+            f"{crash}\nA value you used as a number is a list. The usual cause: topk on the 2-D scores "
+            "(hypotheses, vocab) works along the last axis, one hypothesis's row at a time, and returns (hypotheses, "
+            "k) values and indices, whose .tolist() gives one list per hypothesis. A beam ranks the extensions of "
+            "all its hypotheses together: look up Tensor.flatten, after which one flat index says both the "
+            "hypothesis and the word."
+        ) from crash.__cause__
+    raise crash
+
+
+def _expect_beam_kept_to_size(model: _Spy, beam_size: int, call: str) -> None:
+    """A beam holds at most beam_size hypotheses: at any one prefix width, model.decode sees at most beam_size
+    rows in all, whether the hypotheses go through it together or one at a time."""
+    for width, rows in sorted(model.rows_at_width.items()):
+        if rows > beam_size:
+            raise CheckFailed(
+                f"{call}: model.decode got {rows} prefixes of {width} tokens (BOS and {width - 1} words) in one "
+                f"step, more than beam_size={beam_size}: your beam grows. A beam holds beam_size hypotheses in all. "
+                "At each step, rank the extensions of all the hypotheses together and keep the beam_size best, not "
+                "beam_size per hypothesis."
+            )
 
 
 def _is_best(model: _TableModel, words: list[int], max_len: int, alpha: float) -> bool:
@@ -719,9 +1052,24 @@ def _expect_independent_of_logit_offsets(beam_search, table, default, words, cal
         )
 
 
-def _explain_early_stop(beam_search, words: list[int], call: str, *, max_len: int) -> None:
-    """An unfinished hypothesis shorter than max_len was returned: the search stopped one step early, or while
-    hypotheses were still growing."""
+def _explain_early_stop(
+    beam_search, model: _TableModel, words: list[int], call: str, *, max_len: int, alpha: float
+) -> None:
+    """An unfinished hypothesis shorter than max_len was returned: the search lost the last word of a hypothesis
+    it had extended (its EOS, say), stopped one step early, or stopped while hypotheses were still growing."""
+    if tuple(words) in model.decoded.get(len(words) + 1, ()):  # the search extended it, then returned it
+        best, _ = model.best(max_len, alpha)
+        if [*words, EOS] == best:
+            raise CheckFailed(
+                f"{call} returned {words}: the best hypothesis, {best}, without its EOS. A finished hypothesis is "
+                "returned with its EOS, the last word the search chose for it (the EOS also counts in its length, "
+                "for score / length**alpha)."
+            )
+        raise CheckFailed(
+            f"{call} returned {words}, with no EOS and shorter than max_len={max_len}, although your search "
+            f"extended it: model.decode got {_prefix(words)}. So the result lost the word chosen after it: a "
+            "hypothesis is returned with every word the search added, and a finished one with its EOS."
+        )
     never_ending = _TableModel(*_NEVER_ENDING)  # no hypothesis finishes: a search must write max_len words
     short = f"beam_search(a model that never predicts EOS, src, beam_size=2, max_len={max_len}, alpha=0.6)"
     try:
@@ -745,23 +1093,105 @@ def _explain_early_stop(beam_search, words: list[int], call: str, *, max_len: in
 
 
 def _expect_best_hypothesis(
-    model: _TableModel, words: list[int], call: str, *, beam_size: int, max_len: int, alpha: float, lesson: str
+    beam_search,
+    model: _TableModel,
+    words: list[int],
+    call: str,
+    *,
+    beam_size: int,
+    max_len: int,
+    alpha: float,
+    lesson: str,
 ) -> None:
     best, best_score = model.best(max_len, alpha)
     score = model.score(words, alpha)
     if math.isclose(score, best_score, abs_tol=1e-9):
         return
-    with_bos, _ = model.best(max_len, alpha, extra_length=1)
-    if alpha != 0 and words == with_bos:
+    log_p = model.log_probabilities(words)
+    if min(log_p) <= math.log(_NEVER) + 1e-9:
+        place = log_p.index(min(log_p))
         raise CheckFailed(
-            f"{call} returned {words} (score {score:.4f}), the best hypothesis only if BOS is counted in the length; "
-            f"{best} scores {best_score:.4f}. In score / length**alpha, the length is the number of words after BOS, "
-            "EOS included."
+            f"{call} returned {words}, but after {_prefix(words[:place])} the model gives the word {words[place]} a "
+            f"probability of about e^-30, practically 0 (the best hypothesis, {best}, scores {best_score:.4f}; "
+            f"yours {score:.4f}). A search that adds each word's log-probability would never keep it. Check the "
+            "axis your log-probabilities are normalised over: each hypothesis's row of logits is normalised over "
+            "the vocabulary, the last axis, not across the hypotheses; and the beam keeps the extensions with the "
+            "highest scores."
+        )
+    if (
+        alpha != 0
+        and words == model.best(max_len, alpha, "divided at every step")[0]
+        and _divides_at_every_step(beam_search)
+    ):
+        raise CheckFailed(
+            f"{call} returned {words} (score {score:.4f}), the best hypothesis if the running score is divided by "
+            f"length**alpha at every step; {best} scores {best_score:.4f}. Divided at every step, the words written "
+            "early are divided again and again. Keep the running score the plain sum of log-probabilities, and "
+            "divide by length**alpha only to choose the hypothesis to return."
+        )
+    other_lengths = {
+        "BOS counted": "a length that counts BOS",
+        "GNMT": "Google's penalty, ((5 + length) / 6)**alpha, the one the paper's alpha = 0.6 was chosen for",
+    }
+    ranked_first = [what for ranking, what in other_lengths.items() if words == model.best(max_len, alpha, ranking)[0]]
+    if alpha != 0 and ranked_first:
+        raise CheckFailed(
+            f"{call} returned {words} (score {score:.4f}); {best} scores {best_score:.4f}. Yours ranks first under "
+            f"{' and under '.join(ranked_first)}; here the score is divided by length**alpha itself, where the "
+            "length is the number of words after BOS, EOS included."
+        )
+    if _kept_by_a_beam(model, best, beam_size):
+        unfinished = (
+            f" Yours is unfinished and scores {score:.4f}, below the finished {best}: when max_len is reached, the "
+            "unfinished hypotheses compete with the finished ones on the same score; they do not come first."
+            if words[-1] != EOS and best[-1] == EOS
+            else ""
+        )
+        about_choosing = model.table not in (_GREEDY_TRAP[0], _SURE_BUT_UNLIKELY[0])  # lessons about the search
+        raise CheckFailed(
+            f"{call} returned {words} (score {score:.4f}), but {best} scores {best_score:.4f}, and your search had "
+            f"it: model.decode got {_prefix(best[:-1])}, and {best} is among the {beam_size} best extensions of "
+            f"that step by summed log-probability, so a beam of {beam_size} keeps it. What went wrong is the "
+            "choice of the result: return the hypothesis with the highest score / length**alpha (the summed "
+            "log-probability divided by the number of words after BOS, EOS included, to the power alpha), among "
+            f"the finished hypotheses and, when max_len is reached, the unfinished ones.{unfinished}"
+            + (f" In this case: {lesson}." if about_choosing else "")
         )
     raise CheckFailed(
         f"{call} returned {words} (score {score:.4f}), but {best} scores {best_score:.4f} and a beam of {beam_size} "
         f"finds it: {lesson}."
     )
+
+
+def _kept_by_a_beam(model: _TableModel, hypothesis: list[int], beam_size: int) -> bool:
+    """Whether the search decoded the prefix that the hypothesis extends and, among the extensions of all the
+    prefixes it decoded at that step, the hypothesis is one of the beam_size best by summed log-probability: then
+    a beam holds it, finished (and set aside) or at max_len, and it is the choice of the result that loses it."""
+    prefixes = model.decoded.get(len(hypothesis), set())  # BOS and the words before the hypothesis's last one
+    if tuple(hypothesis[:-1]) not in prefixes:
+        return False
+    its_score = sum(model.log_probabilities(hypothesis))
+    extensions = [[*prefix, word] for prefix in prefixes for word in range(model.vocab)]
+    better = [words for words in extensions if sum(model.log_probabilities(words)) > its_score + 1e-9]
+    return len(better) < beam_size
+
+
+def _divides_at_every_step(beam_search) -> bool:
+    """Whether the search also returns what a running score divided by length**alpha at every step ranks first
+    where leaving EOS out of the length, which gives the same words in the _EOS_COUNTS case at alpha=1, does not."""
+    model, search = _TableModel(*_EOS_COUNTS), (2, 6, 0.6)
+    call = "beam_search(model, src, beam_size=2, max_len=6, alpha=0.6)"
+    try:
+        with torch.no_grad():
+            found = call_learner(beam_search, model, torch.tensor([4, 5, 6]), *search, call=call)
+    except CheckFailed:
+        return False
+    divided, _ = model.best(6, 0.6, "divided at every step")
+    return found == divided != model.best(6, 0.6)[0]
+
+
+def _prefix(words: list[int]) -> str:
+    return f"BOS followed by {words}" if words else "BOS"
 
 
 def _expect_hypothesis(words, max_len: int, call: str) -> None:

@@ -12,6 +12,7 @@ mistake) to reproduce.
 
 import collections
 import copy
+import itertools
 import random
 from collections.abc import Callable
 
@@ -43,18 +44,40 @@ def pair_counts(ids: list[int], *, overlapping: bool) -> dict[tuple[int, int], i
 
 @oracle
 def _merged(
-    ids: list[int], pair: tuple[int, int], *, new_id: int, scanned_from: str = "left", step_after: int = 2
+    ids: list[int],
+    pair: tuple[int, int],
+    *,
+    new_id: int,
+    scanned_from: str = "left",
+    step_after: int = 2,
+    matching: str = "pair",
 ) -> list[int]:
     """ids with each occurrence of pair, found from the left without overlaps, replaced by new_id.
 
     scanned_from="right" reproduces a mistake: the occurrences are found from the right, so that in a run the id
     left over is the first one, [a, a, a] becoming [a, X]. step_after=1 reproduces another: after a replacement
-    the scan moves on by one id, so the pair's second id is kept as well, [a, b] becoming [X, b]."""
+    the scan moves on by one id, so the pair's second id is kept as well, [a, b] becoming [X, b].
+    scanned_from="text" reproduces a third: the ids are written as text, numbers between spaces, and the pair's
+    text replaced by new_id's, so that digits of two ids can be joined, [11, 2] with (1, 2) becoming [1X].
+    matching="first id" reproduces a fourth: wherever pair's first id is followed by any id, both are replaced.
+    matching="overlapping" a fifth: every position where pair starts becomes new_id, overlapping occurrences
+    included, and an id that only ends an occurrence is dropped, [a, a, a] becoming [X, X]."""
+    if matching == "overlapping":
+        starts = [tuple(ids[position : position + 2]) == pair for position in range(len(ids))]
+        return [
+            new_id if starts[position] else ids[position]
+            for position in range(len(ids))
+            if starts[position] or not (position > 0 and starts[position - 1])
+        ]
+    if scanned_from == "text":
+        written = " ".join(map(str, ids)).replace(f"{pair[0]} {pair[1]}", str(new_id))
+        return [int(number) for number in written.split()]
     if scanned_from == "right":
         return _merged(ids[::-1], pair[::-1], new_id=new_id)[::-1]
     out, position = [], 0
     while position < len(ids):
-        if tuple(ids[position : position + 2]) == pair:
+        found = ids[position : position + 2]
+        if tuple(found) == pair or (matching == "first id" and len(found) == 2 and found[0] == pair[0]):
             out.append(new_id)
             position += step_after
         else:
@@ -91,13 +114,29 @@ def bpe_merges(text: str, num_merges: int, *, units: str, new_ids: str = "counti
 @oracle
 def bpe_encoded(text: str, merges: list[tuple[int, int]], *, order: str, units: str = "bytes") -> list[int]:
     """text's ids: its UTF-8 bytes, then each merge applied once over the whole sequence, in the given order:
-    "learned" (right), "reversed" or "by count" (the pair most frequent in this text first: mistakes). More
-    mistakes: "present at the start" applies in learned order only the merges whose pair occurs in the bytes
-    themselves; "single pass" replaces, in one scan from the left, every pair that is a learned merge; "longest
-    match" applies no merge at all but takes, from left to right, the longest token whose bytes start there (of
-    tokens with the same bytes, the one learned first). units="characters" starts from the code points instead."""
+    "learned" (right), "reversed", "by count" (the pair most frequent in this text first) or "highest rank first"
+    (the pair present learned last, again and again): mistakes. More mistakes: "present at the start" applies in
+    learned order only the merges whose pair occurs in the bytes themselves; "single pass" replaces, in one scan from
+    the left, every pair that is a learned merge; "longest match" applies no merge at all but takes, from left to
+    right, the longest token whose bytes start there (of tokens with the same bytes, the one learned first).
+    "restarting" applies each merge to the text's bytes, not to the result of the merge before, so that only the
+    last merge is kept; "stopping at an absent pair" applies them in learned order but stops at the first merge whose
+    pair does not occur in the sequence at its turn; "word by word" encodes each part of the text between spaces on
+    its own and joins them with a space's byte, so that no token holds a space and its neighbour. units="characters"
+    starts from the code points instead."""
+    if order == "word by word":
+        words = [bpe_encoded(word, merges, order="learned", units=units) for word in text.split(" ")]
+        return [*itertools.chain.from_iterable(word + [ord(" ")] for word in words)][:-1]
     ids = list(text.encode("utf-8")) if units == "bytes" else [ord(character) for character in text]
     ranked = list(enumerate(merges))
+    if order == "restarting":
+        return _merged(ids, merges[-1], new_id=FIRST_NEW_ID + len(merges) - 1) if merges else ids
+    if order == "stopping at an absent pair":
+        for rank, pair in ranked:
+            if pair not in pair_counts(ids, overlapping=True):
+                break
+            ids = _merged(ids, pair, new_id=FIRST_NEW_ID + rank)
+        return ids
     if order == "present at the start":
         present = pair_counts(ids, overlapping=True)
         ranked = [(rank, pair) for rank, pair in ranked if pair in present]
@@ -125,15 +164,27 @@ def bpe_encoded(text: str, merges: list[tuple[int, int]], *, order: str, units: 
             found.append(id_of[data[start : start + size]])
             start += size
         return found
-    if order == "by count":
+    if order in ("by count", "highest rank first"):
         rank_of = {pair: rank for rank, pair in ranked}
         while known := {pair: n for pair, n in pair_counts(ids, overlapping=True).items() if pair in rank_of}:
-            pair = _most_frequent(known)
+            pair = _most_frequent(known) if order == "by count" else max(known, key=rank_of.get)
             ids = _merged(ids, pair, new_id=FIRST_NEW_ID + rank_of[pair])
         return ids
     for rank, pair in reversed(ranked) if order == "reversed" else ranked:
         ids = _merged(ids, pair, new_id=FIRST_NEW_ID + rank)
     return ids
+
+
+@oracle
+def bpe_encoded_by_prefix(text: str, merges: list[tuple[int, int]]) -> list[list[int]]:
+    """text's ids with only the first k merges applied, in learned order, for every k from 0 to len(merges): the
+    mistake of a loop over the merges that ends early (a return inside it, a range one short)."""
+    ids = list(text.encode("utf-8"))
+    found = [ids]
+    for rank, pair in enumerate(merges):
+        ids = _merged(ids, pair, new_id=FIRST_NEW_ID + rank)
+        found.append(ids)
+    return found
 
 
 @oracle
@@ -231,35 +282,95 @@ def check_count_pairs(count_pairs: Callable, seed: int = 0) -> None:
     cases = [[], [a], [a, b], [a, a, a], [a, a, a, a], [a, b, c, a, b], [b, a, a, b]]
     rng = random.Random(seed)
     cases += [[rng.choice((a, b, c, 0, 255)) for _ in range(rng.randint(2, 40))] for _ in range(20)]
+    answered = []  # (counts, expected, ids, call) of every case
     for ids in cases:
         call = f"count_pairs({_shown(ids)})"
-        counts = _call(count_pairs, ids, call=call)
+        try:
+            counts = _call(count_pairs, ids, call=call)
+        except CheckFailed as failure:
+            if isinstance(failure.__cause__, IndexError) and len(ids) > 0:
+                raise CheckFailed(
+                    f"{failure}\nA pair starts only at positions 0 … len(ids) - 2: the last id has no next id, so no "
+                    "pair starts there."
+                ) from failure.__cause__
+            raise
         if not isinstance(counts, dict):
             raise CheckFailed(f"{call} must return a dict {{(a, b): count}}, got {type(counts).__name__}.")
         counts = {pair: count for pair, count in counts.items() if count != 0}
         if not all(isinstance(pair, tuple) and len(pair) == 2 for pair in counts):
             raise CheckFailed(f"{call}: every key must be a tuple (a, b) of two ids, got {_shown(list(counts))}.")
-        expected = pair_counts(ids, overlapping=True)
-        if counts == expected and list(counts) != list(expected):
+        answered.append((counts, pair_counts(ids, overlapping=True), ids, call))
+    wrong = [case for case in answered if case[0] != case[1]]
+    if wrong:
+        _name_count_mistake(answered)
+        _diagnose_counts(*wrong[0])
+    for counts, expected, _ids, call in answered:  # the counts are right everywhere: now their order
+        if list(counts) != list(expected):
             raise CheckFailed(
                 f"{call}: the counts are right but the pairs are not in the order of their first occurrence "
                 f"({list(expected)}). Insert each pair when you first meet it, scanning from the left: "
                 "train_bpe's tie-break relies on that order."
             )
-        if counts != expected:
-            _diagnose_counts(counts, expected, ids, call)
     passed("count_pairs", "every adjacent pair counted at every position, overlapping occurrences included")
 
 
-def _diagnose_counts(counts: dict, expected: dict, ids: list[int], call: str) -> None:
-    if counts == pair_counts(ids, overlapping=False):
+def _count_mistakes(expected: dict, ids: list[int]) -> dict[str, dict]:
+    """What each known mistake gives on ids, by name."""
+    return {
+        "overlaps": pair_counts(ids, overlapping=False),
+        "last": pair_counts(ids[:-1], overlapping=True),
+        "first": pair_counts(ids[1:], overlapping=True),
+        "same ids": {pair: count for pair, count in expected.items() if pair[0] != pair[1]},
+        "reversed": {(second, first): count for (first, second), count in expected.items()},
+        "any two": dict(collections.Counter(itertools.combinations(ids, 2))),
+    }
+
+
+def _name_count_mistake(answered: list[tuple[dict, dict, list[int], str]]) -> None:
+    """Fail naming the mistake if exactly one known mistake gives the learner's counts on every case; return
+    otherwise. The message quotes the first wrong case that no other known mistake explains as well (with two ids,
+    leaving out the first pair or the last one gives the same dict)."""
+    mistakes = [(case, _count_mistakes(case[1], case[2])) for case in answered]
+    matching = [name for name in mistakes[0][1] if all(case[0] == theirs[name] for case, theirs in mistakes)]
+    if len(matching) != 1:
+        return
+    (mistake,) = matching
+    wrong = [(case, theirs) for case, theirs in mistakes if case[0] != case[1]]
+    telling = [case for case, theirs in wrong if [name for name in theirs if theirs[name] == case[0]] == matching]
+    counts, expected, ids, call = (telling or [wrong[0][0]])[0]
+    if mistake == "overlaps":
         raise CheckFailed(
             f"{call} gave {counts}: you counted overlapping occurrences once. Count the pair at every position: "
             f"[a, a, a] holds (a, a) twice, at positions 0 and 1 (expected {expected})."
         )
-    if len(ids) > 1 and counts == pair_counts(ids[:-1], overlapping=True):
+    if mistake in ("last", "first"):
+        pair, start = (ids[-2:], len(ids) - 2) if mistake == "last" else (ids[:2], 0)
         raise CheckFailed(
-            f"{call}: the last pair {tuple(ids[-2:])} is missing; pairs start at every position 0 … len(ids) - 2."
+            f"{call} gave {counts}: the {mistake} pair {tuple(pair)}, at position {start}, was not counted; pairs "
+            f"start at every position 0 … len(ids) - 2 (expected {expected})."
+        )
+    if mistake == "same ids":
+        pair = next(pair for pair in expected if pair[0] == pair[1])
+        raise CheckFailed(
+            f"{call} gave {counts}: a pair of a token with itself, such as {pair}, was not counted. It is a pair like "
+            f"any other: [a, a, a] holds (a, a) twice, and BPE often merges such pairs (expected {expected})."
+        )
+    if mistake == "reversed":
+        raise CheckFailed(
+            f"{call} gave {counts}: every pair is reversed, (ids[i + 1], ids[i]). A pair is written in the order of "
+            f"the text, the id on the left first (expected {expected})."
+        )
+    raise CheckFailed(
+        f"{call} gave {counts}: you counted every two ids of the list, neighbours or not. Count only adjacent "
+        f"pairs, an id with the one right after it (expected {expected})."
+    )
+
+
+def _diagnose_counts(counts: dict, expected: dict, ids: list[int], call: str) -> None:
+    if len(ids) == 2 and not counts:
+        raise CheckFailed(
+            f"{call} gave {{}}: the only pair {tuple(ids)} is missing; a list of n ids holds n - 1 pairs, starting "
+            "at every position 0 … len(ids) - 2."
         )
     wrong = next(pair for pair in (*expected, *counts) if counts.get(pair, 0) != expected.get(pair, 0))
     raise CheckFailed(
@@ -274,7 +385,8 @@ def _diagnose_counts(counts: dict, expected: dict, ids: list[int], call: str) ->
 @learner_facing
 def check_merge(merge: Callable, seed: int = 0) -> None:
     """Check hand cases (runs, pairs at both ends, an absent pair, empty and one-element lists), then random lists
-    against the definition: occurrences found from the left, without overlaps."""
+    against the definition: occurrences found from the left, without overlaps. Some lists hold ids whose digits run
+    into each other's (11 and 2 hold "1 2" when written as text), so that ids must be compared as numbers."""
     a, b, c, new = 7, 300, 42, 512
     cases = [
         ([a, b], (a, b)),
@@ -291,34 +403,114 @@ def check_merge(merge: Callable, seed: int = 0) -> None:
     for _ in range(20):
         ids = [rng.choice((a, b, c)) for _ in range(rng.randint(2, 30))]
         cases.append((ids, rng.choice(list(pair_counts(ids, overlapping=True)) + [(c, c)])))
+    # Ids whose digits run into each other's: read as text, "11 2" holds "1 2".
+    cases.append(([11, 2, 1, 21, 1, 2], (1, 2)))
+    for _ in range(10):
+        ids = [rng.choice((1, 2, 11, 12, 21)) for _ in range(rng.randint(2, 20))]
+        cases.append((ids, rng.choice([(1, 2), (2, 1), (1, 1), (2, 2)])))
+    answered = []  # (result, expected, ids, pair, call) of every case
     for ids, pair in cases:
         call = f"merge({_shown(ids)}, {pair}, {new})"
-        result = _expect_ids(_call(merge, ids, pair, new, call=call), call)
-        expected = _merged(ids, pair, new_id=new)
-        if result != expected:
-            _diagnose_merge(result, expected, ids, pair, new, call)
+        try:
+            result = _call(merge, ids, pair, new, call=call)
+        except CheckFailed as failure:
+            if isinstance(failure.__cause__, IndexError) and len(ids) > 0:
+                raise CheckFailed(
+                    f"{failure}\nA pair starts only at positions 0 … len(ids) - 2: at the last id there is no next "
+                    "id to read, so that id is copied as it is."
+                ) from failure.__cause__
+            raise
+        answered.append((_expect_ids(result, call), _merged(ids, pair, new_id=new), ids, pair, call))
+    wrong = [case for case in answered if case[0] != case[1]]
+    if wrong:
+        _name_merge_mistake(answered, new)
+        _diagnose_merge(*wrong[0][:4], new, wrong[0][4])
     passed("merge", "each occurrence replaced, from the left, without overlaps; the list given stays as it was")
 
 
-def _diagnose_merge(result: list[int], expected: list[int], ids: list[int], pair: tuple, new: int, call: str) -> None:
-    if result == _merged(ids, pair, new_id=new, scanned_from="right"):
+def _merge_mistakes(expected: list[int], ids: list[int], pair: tuple, new: int) -> dict[str, list[int]]:
+    """What each known mistake gives on this case, by name."""
+    return {
+        "text": _merged(ids, pair, new_id=new, scanned_from="text"),
+        "unchanged": list(ids),
+        "reversed": _merged(ids, pair[::-1], new_id=new),
+        "first id": _merged(ids, pair, new_id=new, matching="first id"),
+        "right": _merged(ids, pair, new_id=new, scanned_from="right"),
+        "overlapping": _merged(ids, pair, new_id=new, matching="overlapping"),
+        # The loop stops before the last position, so a last id that no pair used up is never copied.
+        "last dropped": expected if expected[-1:] == [new] else expected[:-1],
+        "step one": _merged(ids, pair, new_id=new, step_after=1),
+    }
+
+
+def _name_merge_mistake(answered: list[tuple], new: int) -> None:
+    """Fail naming the mistake if exactly one known mistake gives the learner's result on every case; return
+    otherwise. The message quotes the first wrong case that no other known mistake explains as well."""
+    mistakes = [(case, _merge_mistakes(case[1], case[2], case[3], new)) for case in answered]
+    matching = [name for name in mistakes[0][1] if all(case[0] == theirs[name] for case, theirs in mistakes)]
+    if len(matching) != 1:
+        return
+    (mistake,) = matching
+    wrong = [(case, theirs) for case, theirs in mistakes if case[0] != case[1]]
+    telling = [case for case, theirs in wrong if [name for name in theirs if theirs[name] == case[0]] == matching]
+    result, expected, ids, pair, call = (telling or [wrong[0][0]])[0]
+    gave, expected_text = f"{call} gave {_shown(result)}", f"expected {_shown(expected)}"
+    if mistake == "text":
+        strange = [i for i in result if i != new and i not in ids]  # ids that come from nowhere
         raise CheckFailed(
-            f"{call} gave {_shown(result)}: you found the occurrences scanning from the right. Where occurrences "
-            "overlap, in a run such as [a, a, a], the one found first from the left is replaced: [X, a], not "
-            f"[a, X] (expected {_shown(expected)}). Scan from the start of the list."
+            f"{gave}: "
+            + (f"the id {strange[0]} is neither an id of the list nor {new}. " if strange else "")
+            + "The digits of an id were joined with a "
+            f'neighbour\'s: written as text, "11 2" holds "1 2". Compare the ids as numbers, position by position '
+            f"({expected_text})."
+        )
+    if mistake == "unchanged":
+        raise CheckFailed(
+            f"{call} gave the list unchanged, though {pair} occurs in it, and so did every call: no occurrence was "
+            "ever replaced, so your comparison of the ids at a position with the pair is never true. Compare like "
+            f"with like: a list never equals a tuple, [1, 2] == (1, 2) is False ({expected_text})."
+        )
+    if mistake == "reversed":
+        raise CheckFailed(
+            f"{gave}: you compared the pair reversed, (ids[i + 1], ids[i]), so {pair[::-1]} was replaced instead of "
+            f"{pair}. The pair's first id is the one on the left ({expected_text})."
+        )
+    if mistake == "first id":
+        raise CheckFailed(
+            f"{gave}: you replaced where only the first id matched. An occurrence of {pair} is {pair[0]} followed by "
+            f"{pair[1]}: compare both ids ({expected_text})."
+        )
+    if mistake == "right":
+        raise CheckFailed(
+            f"{gave}: you found the occurrences scanning from the right. Where occurrences overlap, in a run such as "
+            f"[a, a, a], the one found first from the left is replaced: [X, a], not [a, X] ({expected_text}). Scan "
+            "from the start of the list."
+        )
+    if mistake == "overlapping":
+        raise CheckFailed(
+            f"{gave}: you merged overlapping occurrences. Once a pair is replaced, both its ids are used up: "
+            f"[a, a, a] becomes [X, a], not [X, X] ({expected_text})."
+        )
+    if mistake == "last dropped":
+        raise CheckFailed(f"{gave}: the last id was dropped ({expected_text}).")
+    raise CheckFailed(
+        f"{gave}: after a replacement you moved on by one id, so the pair's second id stayed in the list. The new "
+        f"id stands for both ids: after a replacement, skip both ({expected_text})."
+    )
+
+
+def _diagnose_merge(result: list[int], expected: list[int], ids: list[int], pair: tuple, new: int, call: str) -> None:
+    """What this case shows, where no known mistake explains every case."""
+    if result == ids and pair in pair_counts(ids, overlapping=True):
+        raise CheckFailed(
+            f"{call} gave the list unchanged, though {pair} occurs in it: no occurrence was replaced (expected "
+            f"{_shown(expected)})."
         )
     if result.count(new) > expected.count(new):
         raise CheckFailed(
-            f"{call} gave {_shown(result)}: you merged overlapping occurrences. Once a pair is replaced, both its "
-            f"ids are used up: [a, a, a] becomes [X, a], not [X, X] (expected {_shown(expected)})."
-        )
-    if len(result) == len(expected) - 1 and result == expected[:-1]:
-        raise CheckFailed(f"{call} gave {_shown(result)}: the last id was dropped (expected {_shown(expected)}).")
-    if result == _merged(ids, pair, new_id=new, step_after=1):
-        raise CheckFailed(
-            f"{call} gave {_shown(result)}: after a replacement you moved on by one id, so the pair's second id "
-            f"stayed in the list. The new id stands for both ids: after a replacement, skip both (expected "
-            f"{_shown(expected)})."
+            f"{call} gave {_shown(result)}: {new} appears {_times(result.count(new))}, but {pair} occurs "
+            f"{_times(expected.count(new))} when occurrences are found from the left without overlaps: ids that are "
+            f"not such an occurrence were replaced (expected {_shown(expected)})."
         )
     if result.count(new) < expected.count(new):
         where = "at the end" if expected[-1] == new else "at the start" if expected[0] == new else "in the middle"
@@ -354,6 +546,15 @@ def check_train_bpe(train_bpe: Callable, seed: int = 0) -> None:
                     ) from failure.__cause__
                 raise
             if merges != expected:
+                merges = copy.deepcopy(merges)  # a list kept between calls would change under the next one
+                again = _expect_merges(_call(train_bpe, text, num_merges, call=call), call)
+                if again != merges:
+                    raise CheckFailed(
+                        f"{call} returned {_shown(merges)}, then {_shown(again)} when called again with the same "
+                        "text: your train_bpe keeps merges from earlier calls. A default value such as merges=[] is "
+                        "made once, when the function is defined, and every call shares it (as it would share a "
+                        "global list): create the list inside the function."
+                    )
                 _diagnose_training(merges, text, num_merges, call)
     passed("train_bpe", "every merge is the most frequent pair at its step (ties: first occurrence), ids from 256")
 
@@ -383,16 +584,26 @@ def _diagnose_training(merges: list[tuple[int, int]], text: str, num_merges: int
             "merge returns a new list: keep it (assign it back to your ids) and merge each chosen pair into the "
             "sequence before counting again."
         )
+    first_counts = pair_counts(list(text.encode("utf-8")), overlapping=True)
+    counted_once = sorted(first_counts, key=first_counts.get, reverse=True)[:num_merges]  # ties: first occurrence
+    if merges == counted_once:
+        raise CheckFailed(
+            f"{call} returned {_shown(merges)}: the pairs of the text's bytes, the most frequent first, as if the "
+            "pairs were counted once, before any merge. Each merge changes the counts (its pair is gone, and pairs "
+            "that hold the new id appear): count the pairs again on the merged sequence before choosing the next."
+        )
     expected = bpe_merges(text, num_merges, units="bytes")
     ids = list(text.encode("utf-8"))
     for step, best in enumerate(expected):
         counts = pair_counts(ids, overlapping=True)
         if step >= len(merges):
+            returned = "1 merge, but after it" if len(merges) == 1 else f"{len(merges)} merges, but after them"
             raise CheckFailed(
-                f"{call} returned {len(merges)} merges, but after them the sequence still holds pairs ({best} "
-                f"occurs {_times(counts[best])}); stop before num_merges only when no pair is left."
+                f"{call} returned {returned} the sequence still holds pairs ({best} occurs {_times(counts[best])}). "
+                "Count the pairs again on the merged sequence after each merge, and stop before num_merges only "
+                "when no pair is left."
             )
-        _expect_step(merges[step], best, counts, ids, step, call)
+        _expect_step(merges[step], best, counts, ids, step, call, text=text)
         ids = _merged(ids, best, new_id=FIRST_NEW_ID + step)
     raise CheckFailed(
         f"{call} returned {len(merges)} merges; expected {len(expected)}: "
@@ -400,7 +611,7 @@ def _diagnose_training(merges: list[tuple[int, int]], text: str, num_merges: int
     )
 
 
-def _expect_step(pair: tuple, best: tuple, counts: dict, ids: list[int], step: int, call: str) -> None:
+def _expect_step(pair: tuple, best: tuple, counts: dict, ids: list[int], step: int, call: str, *, text: str) -> None:
     if pair == best:
         return
     applied = {0: "", 1: " (with merge 0 applied)"}.get(step, f" (with merges 0 … {step - 1} applied)")
@@ -416,6 +627,19 @@ def _expect_step(pair: tuple, best: tuple, counts: dict, ids: list[int], step: i
             f"{where}: {pair} and {best} both occur {_times(counts[best])}, and {best} occurs first in the sequence. "
             "Break ties by first occurrence (not by the smallest pair, nor by the last occurrence): look up which of "
             "equal items max returns, and in which order a dict keeps its keys."
+        )
+    made = range(FIRST_NEW_ID, FIRST_NEW_ID + step)  # the ids that merges 0 … step - 1 created
+    unknown = [i for i in pair if i not in ids and i not in text.encode("utf-8") and i not in made]
+    if unknown:
+        created = (
+            f"merges 0 … {step - 1} created {made[0]} … {made[-1]}"
+            if step > 1
+            else ("merge 0 created 256" if step == 1 else "no merge has created an id yet")
+        )
+        raise CheckFailed(
+            f"{where}: {pair} holds {unknown[0]}, which is neither in the sequence at that step nor made by a merge so "
+            f"far ({created}); expected {best}. Merge i creates id 256 + i, whatever ids the sequence holds: did "
+            "your merges create other ids?"
         )
     if pair not in counts:
         raise CheckFailed(
@@ -455,18 +679,15 @@ def check_encode(encode: Callable, seed: int = 0) -> None:
         cases += [("a" * rng.randint(2, 20), merges), (" the " * rng.randint(1, 5), merges)]
     with earlier_exercises_replaced(encode, "count_pairs", "merge"):
         oracles = {}  # one tokenizers model per list of merges
-        wrong = []  # (ids, expected, text, merges, call) of every case answered wrongly
+        answered = []  # (ids, expected, text, merges, call) of every case
         for text, merges in cases:
             call = f"encode({_shown(text)}, merges={_shown(merges)})"
             ids = _expect_ids(_call(encode, text, merges, call=call), call)
             oracle = oracles.setdefault(tuple(merges), _oracle(merges))
-            expected = _expected_encoding(text, merges, oracle=oracle)
-            if ids != expected:
-                wrong.append((ids, expected, text, merges, call))
-    # Several mistakes give the same ids on some cases: name a mistake on the first case that tells it apart.
-    for case in wrong:
-        _name_encoding_mistake(*case)
+            answered.append((ids, _expected_encoding(text, merges, oracle=oracle), text, merges, call))
+    wrong = [case for case in answered if case[0] != case[1]]
     if wrong:
+        _name_encoding_mistake(answered)
         _diagnose_encoding(*wrong[0])
     passed("encode", "the same ids as the tokenizers library's BPE with the same merges")
 
@@ -494,26 +715,73 @@ ORDER_MISTAKES = {
     "single pass": "you replaced every learned pair in one scan from the left. A pair that an earlier merge "
     "creates appears only after that merge has run over the whole text: apply merge 0 over the whole text, then "
     "merge 1, and so on",
+    "restarting": "each merge started again from the text's bytes, so only the last merge's work was kept. Apply "
+    "each merge to the result of the merge before it",
+    "stopping at an absent pair": "you stopped at the first merge whose pair is absent from the sequence, but a later "
+    "merge can still apply: its pair may be made of bytes, or of tokens made earlier, that this text holds. Go "
+    "through the whole list of merges",
     "by count": "your ids spell the right bytes, but the merges were applied in another order than the one in which "
     "they were learned, the pair most frequent in this text first. The order learned on the training text decides: "
     "apply merge 0 first, then merge 1, …, or repeatedly the lowest-ranked pair present",
+    "highest rank first": "you merged again and again the pair present whose merge was learned last (the highest "
+    "rank). A later merge joins tokens that earlier merges create: take the lowest-ranked pair present, the merge "
+    "learned first, or apply merge 0 over the whole text, then merge 1, and so on",
+    "word by word": "you encoded each word (each part between spaces) on its own, so that no token joins a space with "
+    "its neighbours. This notebook's BPE runs over the whole text, spaces included, and its merges can join a space "
+    "with a letter (GPT-2's tokenizer does split the text into words first, with a regular expression, but that is "
+    "another tokenizer)",
 }
 
 
-def _name_encoding_mistake(ids: list[int], expected: list[int], text: str, merges: list, call: str) -> None:
-    """Fail naming the mistake if ids are what exactly one known mistake gives on this case; return otherwise."""
-    if ids == bpe_encoded(text, merges, order="learned", units="characters"):
+def _encoding_mistakes(ids: list[int], text: str, merges: list) -> dict[str, bool]:
+    """Which known mistakes give ids on this case, by name ("first k": only merges[:k] were applied)."""
+    matching = {"characters": ids == bpe_encoded(text, merges, order="learned", units="characters")}
+    matching |= {order: ids == bpe_encoded(text, merges, order=order) for order in ORDER_MISTAKES}
+    matching["longest match"] = _is_longest_match(ids, text, merges)
+    by_prefix = bpe_encoded_by_prefix(text, merges)
+    matching["all but the last"] = ids == by_prefix[max(len(merges) - 1, 0)]
+    matching |= {f"first {k}": ids == by_prefix[min(k, len(merges))] for k in range(MOST_MERGES + 1)}
+    return matching
+
+
+MOST_MERGES = 30  # the longest list of merges that check_encode gives
+
+
+def _name_encoding_mistake(answered: list[tuple]) -> None:
+    """Fail naming the mistake if exactly one known mistake gives the learner's ids on every case; return
+    otherwise. The message quotes the first wrong case that no other known mistake explains as well."""
+    mistakes = [(case, _encoding_mistakes(case[0], case[2], case[3])) for case in answered]
+    matching = [name for name in mistakes[0][1] if all(theirs[name] for _case, theirs in mistakes)]
+    if len(matching) != 1:
+        return
+    (mistake,) = matching
+    wrong = [(case, theirs) for case, theirs in mistakes if case[0] != case[1]]
+    telling = [case for case, theirs in wrong if [name for name in theirs if theirs[name]] == matching]
+    ids, expected, text, merges, call = min(telling or [wrong[0][0]], key=lambda case: len(case[4]))  # the shortest
+    difference = _first_difference(ids, expected)
+    if mistake == "characters":
         raise CheckFailed(
             f"{call}: you started from the characters (ord of each one), not from the UTF-8 bytes. Start from "
-            f"list(text.encode()): ids 0 … 255 are bytes ({_first_difference(ids, expected)})."
+            f"list(text.encode()): ids 0 … 255 are bytes ({difference})."
         )
-    matching = [order for order in ORDER_MISTAKES if ids == bpe_encoded(text, merges, order=order)]
-    if _is_longest_match(ids, text, merges):
-        matching.append("longest match")
-    if matching == ["longest match"]:
+    if mistake == "longest match":
         _diagnose_encoding(ids, expected, text, merges, call)  # which names it
-    if len(matching) == 1:
-        raise CheckFailed(f"{call}: {ORDER_MISTAKES[matching[0]]} ({_first_difference(ids, expected)}).")
+    if mistake == "all but the last":
+        raise CheckFailed(
+            f"{call}: the last merge of the list was never applied, on this call and every other: the loop over the "
+            f"merges stops one merge short. Apply every merge, the last one included ({difference})."
+        )
+    if mistake.startswith("first "):
+        applied = int(mistake.removeprefix("first "))
+        raise CheckFailed(
+            f"{call}: you applied none of the merges: your ids are the text's bytes. Apply every merge of the list, "
+            f"in learned order ({difference})."
+            if applied == 0
+            else f"{call}: only the first {f'{applied} merges were' if applied > 1 else 'merge was'} applied, on "
+            "this call and every other, as if the loop over the merges ended there (a return inside the loop ends "
+            f"it, and the function, at once). Apply every merge of the list, in learned order ({difference})."
+        )
+    raise CheckFailed(f"{call}: {ORDER_MISTAKES[mistake]} ({difference}).")
 
 
 def _is_longest_match(ids: list[int], text: str, merges: list) -> bool:
@@ -535,13 +803,11 @@ def _diagnose_encoding(ids: list[int], expected: list[int], text: str, merges: l
                 "merge 0 over the whole text first, then merge 1, and so on, so a longer token learned later does not "
                 f"take bytes that an earlier merge has already joined otherwise ({_first_difference(ids, expected)})."
             )
-        by_count = bpe_encoded(text, merges, order="by count")
         raise CheckFailed(
-            f"{call}: your ids spell the right bytes, but they are not BPE's encoding: the merges were applied in "
-            "another order than the one in which they were learned"
-            + (", the pair most frequent in this text first" if ids == by_count else "")
-            + ". The order learned on the training text decides: apply merge 0 first, then merge 1, …, or "
-            f"repeatedly the lowest-ranked pair present ({_first_difference(ids, expected)})."
+            f"{call}: your ids spell the right bytes, but they are not BPE's encoding: the merges were not applied "
+            "one after another, in learned order, each over the whole sequence. The order learned on the training "
+            "text decides: apply merge 0 over the whole sequence first, then merge 1, …, or repeatedly the "
+            f"lowest-ranked pair present ({_first_difference(ids, expected)})."
         )
     raise CheckFailed(
         f"{call}: your ids do not spell the text's UTF-8 bytes (merge i stands for the bytes of its pair and has id "
@@ -576,7 +842,7 @@ def check_decode(decode: Callable, seed: int = 0) -> None:
         try:
             text = _call(decode, ids, merges, call=call)
         except CheckFailed as failure:
-            _explain_decode_crash(failure, ids, call)
+            _explain_decode_crash(failure, ids, merges, call)
             raise
         if not isinstance(text, str):
             raise CheckFailed(f"{call} must return a str, got {type(text).__name__}.")
@@ -585,17 +851,28 @@ def check_decode(decode: Callable, seed: int = 0) -> None:
     passed("decode", "decode(encode(s)) == s for any Unicode text; bytes that end inside a character become '\ufffd'")
 
 
-def _explain_decode_crash(failure: CheckFailed, ids: list[int], call: str) -> None:
+def _explain_decode_crash(failure: CheckFailed, ids: list[int], merges: list, call: str) -> None:
     if isinstance(failure.__cause__, UnicodeDecodeError):
         raise CheckFailed(
             f"{call} raised UnicodeDecodeError: these bytes end or start inside a character. Decode with "
             "errors=\"replace\", which writes '\ufffd' for them: a model can generate any ids, not only the ids of "
             "valid text."
         ) from failure.__cause__
-    if any(i >= FIRST_NEW_ID for i in ids) and not isinstance(failure.__cause__, NotImplementedError | type(None)):
+    if isinstance(failure.__cause__, TypeError) and "'bytes' object cannot be interpreted" in str(failure.__cause__):
         raise CheckFailed(
-            f"{failure}\nIds 256 and above are merged tokens: id 256 + i stands for the bytes of merges[i]'s two ids, "
-            "which may be merged tokens too."
+            f"{failure}\nbytes(...) makes bytes from ints, one int per byte, not from byte strings such as a "
+            'token\'s bytes. To join byte strings into one, look up bytes.join (b"".join joins them with nothing '
+            "between)."
+        ) from failure.__cause__
+    table_crash = merges and isinstance(failure.__cause__, ValueError | KeyError | IndexError)
+    if any(i >= FIRST_NEW_ID for i in ids) or table_crash:
+        if isinstance(failure.__cause__, NotImplementedError | type(None)):
+            return
+        where = "With no ids to read, the crash came from the merges. " if not ids else ""
+        raise CheckFailed(
+            f"{failure}\n{where}Ids 256 and above are merged tokens: id 256 + i stands for the bytes of merges[i]'s "
+            "two ids, joined, and those ids may be merged tokens too, made by earlier merges. Build the bytes of "
+            "each merged token in the order of the merges, so that its two parts are known when it comes."
         ) from failure.__cause__
 
 
@@ -611,6 +888,12 @@ def _diagnose_decoding(text: str, expected: str, ids: list[int], merges: list, c
             "UTF-8 decoding with errors=\"replace\" writes one '\ufffd' for a whole cut-short character (the first "
             "two bytes of '€' are one '\ufffd', not two), and one for each stray byte. Let bytes.decode do it: look "
             f"up its errors argument (expected {_shown(expected)})."
+        )
+    if text and set(text) == {"\ufffd"} and set(expected) - {"\ufffd"}:
+        raise CheckFailed(
+            f"{call} gave {_shown(text)}: only some of these bytes are not valid UTF-8, but the valid characters "
+            "around them were lost too. Let bytes.decode replace only the bytes that are not part of a valid "
+            f"character: look up its errors argument (expected {_shown(expected)})."
         )
     separately = "".join(table[i].decode("utf-8", errors="replace") for i in ids)
     if text == separately:
@@ -629,10 +912,45 @@ def _diagnose_decoding(text: str, expected: str, ids: list[int], merges: list, c
             f"{call} gave {_shown(text)}: you decoded the bytes as Latin-1, one character per byte. The bytes are "
             f"UTF-8, where a character such as 'é' is two bytes: decode them as UTF-8 (expected {_shown(expected)})."
         )
+    if text == str(joined):
+        raise CheckFailed(
+            f"{call} gave {_shown(text)}: str() of bytes gives the way they are written in code, b'…', not the text "
+            f"they encode. Decode the bytes as UTF-8 (expected {_shown(expected)})."
+        )
     dropped = b"".join(table[i] for i in ids if i < FIRST_NEW_ID).decode("utf-8", errors="replace")
     if text == dropped:
         raise CheckFailed(
             f"{call} gave {_shown(text)}: the merged ids (256 and above) were left out; id 256 + i stands for the "
             f"bytes of merges[i]'s two ids (expected {_shown(expected)})."
+        )
+    if text == joined.decode("utf-8", errors="backslashreplace"):
+        raise CheckFailed(
+            f'{call} gave {_shown(text)}: you decoded with errors="backslashreplace", which writes the bytes that are '
+            "not part of a valid character as escapes (\\xe2). Use errors=\"replace\": it writes one '\ufffd' for "
+            f"them, the character that text uses for something that could not be read (expected {_shown(expected)})."
+        )
+    swapped = token_bytes([(second, first) for first, second in merges])
+    if text == b"".join(swapped[i] for i in ids).decode("utf-8", errors="replace"):
+        raise CheckFailed(
+            f"{call} gave {_shown(text)}: the two parts of a merged token were joined in the wrong order. Id 256 + i "
+            f"is the bytes of merges[i]'s first id, then those of its second (expected {_shown(expected)})."
+        )
+    for separator in (b" ", b",", b", ", b"\n", b"|"):
+        if text == separator.join(table[i] for i in ids).decode("utf-8", errors="replace"):
+            raise CheckFailed(
+                f"{call} gave {_shown(text)}: you joined the tokens' bytes with {separator!r} between them. The tokens "
+                f"are pieces of one text: join their bytes with nothing between (expected {_shown(expected)})."
+            )
+    one_level = [
+        table[i] if i < FIRST_NEW_ID or max(merges[i - FIRST_NEW_ID]) < FIRST_NEW_ID else b""
+        for i in ids
+        if i < len(table)
+    ]
+    if text == b"".join(one_level).decode("utf-8", errors="replace"):
+        raise CheckFailed(
+            f"{call} gave {_shown(text)}: a merged token whose parts are merged tokens too was left out. Id 256 + i "
+            "stands for all the bytes of merges[i]'s two ids, which may be merged ids themselves: build the bytes of "
+            "each merged token in the order of the merges, so that its two parts are known when it comes "
+            f"(expected {_shown(expected)})."
         )
     raise CheckFailed(f"{call} gave {_shown(text)}, expected {_shown(expected)}.")

@@ -11,6 +11,7 @@ and its ``c_attn`` is nn.MultiheadAttention's fused in_proj (queries, keys, valu
 import copy
 import math
 import os
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -30,6 +31,8 @@ from transformers.models.gpt2.modeling_gpt2 import GPT2Block  # noqa: E402
 from ..reference.nb03_multi_head_attention import MultiHeadAttention
 from . import (
     CheckFailed,
+    InputChangedInPlace,
+    NotImplementedYet,
     built_with_seed,
     call_learner,
     earlier_exercises_replaced,
@@ -175,12 +178,13 @@ def check_gptblock(GPTBlock: type, seed: int = 0) -> None:  # noqa: N803 (a clas
     MLP of width 4 · d_model), for three sizes, and that no position sees a later one."""
     for d_model, num_heads, batch, seq in _block_cases(seed):
         call = f"GPTBlock(d_model={d_model}, num_heads={num_heads})"
-        block = perturbed(built_with_seed(GPTBlock, d_model, num_heads, seed=seed, call=call), seed)
+        block = perturbed(_built_block(GPTBlock, d_model, num_heads, seed, call), seed)
         _expect_block_parts(block, d_model, call)
         x = seeded_randn(batch, seq, d_model, seed=seed)  # (batch, seq, d_model)
         call = f"{call}(x) with x {shape_of(x)}"
         with torch.no_grad():
             out = expect_tensor(_run_block(block, x, call=call), "GPTBlock", x.shape, x.dtype)
+            _expect_finite_block(block, x, out, call)
             _expect_causal(block, x, out, call, "outputs")
             twin = gpt2_block_twin(block, d_model, num_heads)
             expected = twin(x, attention_mask=causal_bias(seq))
@@ -188,6 +192,70 @@ def check_gptblock(GPTBlock: type, seed: int = 0) -> None:  # noqa: N803 (a clas
                 _diagnose_block(block, twin, x, out, d_model, num_heads, call)
             expect_close(out, expected, f"{call}, compared with Hugging Face's GPT2Block holding the same weights")
     passed("GPTBlock", "equals GPT-2's block: pre-LN, causal attention, exact GELU in an MLP of width 4 · d_model")
+
+
+def _built_block(GPTBlock: type, d_model: int, num_heads: int, seed: int, call: str) -> nn.Module:  # noqa: N803
+    """The learner's block, built with a private seed; a block that builds notebook 03's attention with its two
+    sizes swapped, MultiHeadAttention(num_heads, d_model), gets a message of its own (PyTorch's AssertionError says
+    only that embed_dim must be divisible by num_heads). It is recognised by behaviour: given the two sizes the other
+    way round, such a block builds, and its attention has d_model features and num_heads heads."""
+    try:
+        return built_with_seed(GPTBlock, d_model, num_heads, seed=seed, call=call)
+    except CheckFailed as failure:
+        try:
+            swapped = built_with_seed(GPTBlock, num_heads, d_model, seed=seed, call=call)
+            inner = swapped.attention.attention
+            sizes = (inner.in_proj_weight.shape[-1], swapped.attention.num_heads)
+        except Exception:
+            raise failure from failure.__cause__
+        if sizes == (d_model, num_heads):
+            raise CheckFailed(
+                f"{call} raised {type(failure.__cause__).__name__}: self.attention was built with its two sizes "
+                f"the other way round, as MultiHeadAttention({num_heads}, {d_model}): {num_heads} features and "
+                f"{d_model} heads. Its signature is MultiHeadAttention(d_model, num_heads), d_model first (or pass "
+                "both by name)."
+            ) from failure.__cause__
+        raise
+
+
+def _expect_finite_block(block: nn.Module, x: torch.Tensor, out: torch.Tensor, call: str) -> None:
+    """Fail if the block's outputs hold nan: name a row of the mask that lets a position attend to no key at all."""
+    if torch.isfinite(out).all():
+        return
+    broken = (~torch.isfinite(out)).any(dim=-1).any(dim=0).nonzero().flatten().tolist()  # positions with nan/inf
+    masks = []
+
+    def note_the_mask(module: nn.Module, args: tuple, kwargs: dict) -> None:
+        masks.append(kwargs["mask"] if "mask" in kwargs else (args[2] if len(args) > 2 else None))
+
+    hook = block.attention.register_forward_pre_hook(note_the_mask, with_kwargs=True)
+    try:
+        block(x)
+    except Exception:
+        pass
+    finally:
+        hook.remove()
+    for mask in masks:
+        if isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and mask.dim() >= 2:
+            empty = (~mask.any(dim=-1)).reshape(-1, mask.shape[-2]).any(dim=0).nonzero().flatten().tolist()
+            if empty:
+                diagonal = mask.shape[-1] == mask.shape[-2] and not mask.diagonal(dim1=-2, dim2=-1).any()
+                because = (
+                    " The mask leaves out the diagonal, so no position may attend to itself, and position 0 has "
+                    "nothing before it: a position attends to itself and to the positions before it, True on and "
+                    "below the diagonal (tril(), not tril(diagonal=-1))."
+                    if diagonal
+                    else " Every position must be allowed at least itself: True on and below the diagonal."
+                )
+                raise CheckFailed(
+                    f"{call} gives nan at position {', '.join(map(str, broken))}: row {empty[0]} of the mask given "
+                    "to self.attention is all False, so that position may attend to no key, and a softmax over no "
+                    f"key at all is 0 / 0 = nan.{because}"
+                )
+    raise CheckFailed(
+        f"{call} gives nan or inf at position {', '.join(map(str, broken))}; the outputs must be finite. (A row of "
+        "the mask that allows no key gives nan; so does an infinite value in a sum.)"
+    )
 
 
 def _is_mask(value) -> bool:
@@ -215,6 +283,13 @@ def _run_block(block: nn.Module, x: torch.Tensor, *, call: str) -> torch.Tensor:
         hooks.append(block.attention.attention.register_forward_pre_hook(note_the_inner_call, with_kwargs=True))
     try:
         return call_learner(block, x, call=call)
+    except InputChangedInPlace:
+        raise CheckFailed(
+            f"{call} changed its input x in place (with `+=`, an indexed assignment or a method ending in _): "
+            "write x = x + ..., a new tensor, so that the caller's x stays as it was. In training it can also "
+            "stop the backward pass: autograd keeps tensors such as the layer norm's input to compute the "
+            "gradient, and refuses one that was changed since."
+        ) from None
     except CheckFailed as failure:
         cause = failure.__cause__
         if any(len(args) > 1 and _is_mask(args[1]) for args in outer_args):
@@ -247,10 +322,29 @@ def _run_block(block: nn.Module, x: torch.Tensor, *, call: str) -> torch.Tensor:
                 f"{call} raised TypeError: {cause}. self.attention(...) returns a tuple (outputs, weights); add only "
                 "its outputs to x: self.attention(...)[0]."
             ) from cause
+        if _block_right_when_batch_equals_length(block, x.shape[-1]):
+            raise CheckFailed(
+                f"{call} raised {type(cause).__name__}, and is right for 4 sequences of 4 positions: the mask's size "
+                "was taken from the batch axis (x.shape[0]) where the sequence axis is meant (x.shape[1]). The mask "
+                "is (seq, seq)."
+            ) from cause
         raise
     finally:
         for hook in hooks:
             hook.remove()
+
+
+def _block_right_when_batch_equals_length(block: nn.Module, d_model: int) -> bool:
+    """Whether the block, which failed, gives the right outputs when the batch is as long as the sequence."""
+    x = seeded_randn(4, 4, d_model, seed=4)  # (batch, seq, d_model)
+    try:
+        with torch.no_grad():
+            out = block(x)
+            return matches(
+                out, gpt2_block_twin(block, d_model, block.attention.num_heads)(x, attention_mask=causal_bias(4))
+            )
+    except Exception:
+        return False
 
 
 def _expect_block_parts(block: nn.Module, d_model: int, call: str) -> None:
@@ -304,6 +398,7 @@ def _expect_causal(module: nn.Module, x: torch.Tensor, out: torch.Tensor, call: 
 
 
 def _diagnose_block(block, twin: GPT2Block, x: torch.Tensor, out, d_model: int, num_heads: int, call: str) -> None:
+    _expect_norms_used(block, x, out, call)
     mask = causal_bias(x.shape[1])
 
     def attention(h: torch.Tensor) -> torch.Tensor:
@@ -313,7 +408,22 @@ def _diagnose_block(block, twin: GPT2Block, x: torch.Tensor, out, d_model: int, 
     post_ln = ln_1(x + attention(x))
     normalised_residual = ln_1(x) + attention(ln_1(x))
     swapped = x + attention(ln_2(x))
+    attended = x + attention(ln_1(x))  # (batch, seq, d_model): right after the first sublayer
+    outputs_normalised = x + ln_1(attention(x))  # (batch, seq, d_model): the norm on the sublayer's output
     mistakes = {
+        "the layer norms are applied to the sublayers' outputs, x = x + ln_1(attention(x)); pre-LN normalises each "
+        "sublayer's input instead: x = x + attention(ln_1(x)), then x = x + mlp(ln_2(x))": outputs_normalised
+        + ln_2(mlp(outputs_normalised)),
+        "the MLP's output replaces x: there is no residual connection around the MLP. Add its output to x: "
+        "x = x + mlp(ln_2(x))": mlp(ln_2(attended)),
+        "the attention's output replaces x: there is no residual connection around the attention. Add its output "
+        "to x: x = x + attention(ln_1(x))": attention(ln_1(x)) + mlp(ln_2(attention(ln_1(x)))),
+        "the MLP has no activation between its two nn.Linear layers, so it is one linear map; put the exact GELU, "
+        "nn.GELU(), between them": gpt2_block_twin(block, d_model, num_heads, activation_function="linear")(
+            x, attention_mask=mask
+        ),
+        "the GELU comes after the MLP's second nn.Linear; it goes between the two: nn.Linear(d_model, 4 * d_model), "
+        "nn.GELU(), nn.Linear(4 * d_model, d_model)": attended + F.gelu(mlp.c_proj(mlp.c_fc(ln_2(attended)))),
         "you built post-LN, x = ln(x + sublayer(x)); GPT-2 normalises first (pre-LN): "
         "x = x + attention(ln_1(x)), then x = x + mlp(ln_2(x))": ln_2(post_ln + mlp(post_ln)),
         "the residual path carries the normalised x; add each sublayer's output to x itself: "
@@ -329,6 +439,22 @@ def _diagnose_block(block, twin: GPT2Block, x: torch.Tensor, out, d_model: int, 
     for mistake, wrong in mistakes.items():
         if matches(out, wrong):
             raise CheckFailed(f"{call}: {mistake}.")
+
+
+def _expect_norms_used(block: nn.Module, x: torch.Tensor, out: torch.Tensor, call: str) -> None:
+    """Fail if moving the weights of ln_1 or ln_2 (in a copy of the block) leaves the output as it was: that norm is
+    never applied, and the other one usually stands in for it."""
+    for name, sublayer in (("ln_1", "attention"), ("ln_2", "MLP")):
+        changed = copy.deepcopy(block)
+        noise = torch.Generator().manual_seed(7)
+        for parameter in getattr(changed, name).parameters():
+            parameter.add_(0.5 + torch.rand(parameter.shape, generator=noise))
+        if torch.allclose(changed(x), out, atol=1e-6):
+            raise CheckFailed(
+                f"{call}: changing self.{name}'s weights leaves the output as it was, so {name} is never applied. "
+                f"Each sublayer has a layer norm of its own: the {sublayer} reads {name}(x), as in "
+                "x = x + attention(ln_1(x)), then x = x + mlp(ln_2(x))."
+            )
 
 
 # Exercise 2 ---------------------------------------------------------------------------------------------
@@ -350,7 +476,7 @@ def check_gpt(GPT: type, seed: int = 0) -> None:  # noqa: N803 (a class)
     """Check the logits against Hugging Face's GPT2LMHeadModel with the learner's weights (learned positions from
     0, pre-LN blocks, final norm, tied output layer), that no logit sees a later token, that the output layer is the
     token embedding itself, the initial scale of the embeddings and the error past block_size (with a correct
-    GPTBlock in place of the learner's)."""
+    GPTBlock in place of the learner's, except in a student release)."""
     with earlier_exercises_replaced(GPT.__init__, "GPTBlock"):
         for sizes, (batch, seq) in _model_cases(seed):
             call = "GPT(" + ", ".join(f"{name}={value}" for name, value in sizes.items()) + ")"
@@ -375,6 +501,12 @@ def _expect_model_parts(model: nn.Module, sizes: dict[str, int], call: str) -> N
             found = f"found {shape_of(table.weight)}" if isinstance(table, nn.Embedding) else "found none"
             raise CheckFailed(f"{call} needs self.{name} with {what}, here ({rows}, {d_model}); {found}.")
     blocks = getattr(model, "blocks", None)
+    if isinstance(blocks, (list, tuple)):
+        raise CheckFailed(
+            f"{call} needs self.blocks = nn.ModuleList of {layers} GPTBlock(d_model, num_heads); a Python "
+            f"{type(blocks).__name__} does not register the blocks as parts of the model, so their parameters are "
+            "not in model.parameters(): the optimiser would never train them, and .to(device) would not move them."
+        )
     if not isinstance(blocks, nn.ModuleList) or len(blocks) != layers:
         raise CheckFailed(f"{call} needs self.blocks = nn.ModuleList of {layers} GPTBlock(d_model, num_heads).")
     if len({id(block) for block in blocks}) != layers:
@@ -415,6 +547,13 @@ def _check_logits(model: nn.Module, ids: torch.Tensor, call: str) -> None:
                     "(ids.shape[0]) where the sequence axis is meant (ids.shape[1]). The position table is indexed "
                     "by torch.arange(seq)."
                 ) from failure.__cause__
+            if _right_at_full_length(model):
+                raise CheckFailed(
+                    f"{call} fails, and is right for sequences of block_size tokens: the position vectors were taken "
+                    "for all block_size positions (torch.arange(self.block_size), or the whole "
+                    "self.position_embedding.weight). A sequence of seq tokens needs the first seq of them: "
+                    "torch.arange(seq)."
+                ) from failure.__cause__
             raise
         expect_tensor(logits, "GPT", (*ids.shape, model.token_embedding.weight.shape[0]), torch.float32)
         if not torch.allclose(logits, expected, atol=1e-4):
@@ -430,6 +569,42 @@ def _right_when_batch_equals_length(model: nn.Module) -> bool:
     except Exception:
         return False
     return matches(logits, gpt2_twin(model)(ids).logits)
+
+
+def _right_at_full_length(model: nn.Module) -> bool:
+    """Whether the model, which failed on a shorter sequence, gives the right logits for block_size tokens."""
+    block_size = model.position_embedding.weight.shape[0]
+    ids = torch.randint(
+        model.token_embedding.weight.shape[0], (2, block_size), generator=torch.Generator().manual_seed(5)
+    )
+    try:
+        logits = model(ids)
+    except Exception:
+        return False
+    return matches(logits, gpt2_twin(model)(ids).logits)
+
+
+def _with_final_norm_elsewhere(twin: GPT2LMHeadModel, ids: torch.Tensor, where: str) -> torch.Tensor:
+    """GPT-2's logits with ln_f applied at the wrong place: "before" the first block, or after "each" block."""
+    body = twin.transformer
+    seq = ids.shape[1]
+    x = body.wte(ids) + body.wpe(torch.arange(seq))  # (batch, seq, d_model)
+    if where == "before":
+        x = body.ln_f(x)
+    for block in body.h:
+        x = block(x, attention_mask=causal_bias(seq))  # (batch, seq, d_model)
+        if where == "each":
+            x = body.ln_f(x)
+    return twin.lm_head(x)  # (batch, seq, vocab)
+
+
+def _with_the_last_block_alone(twin: GPT2LMHeadModel, ids: torch.Tensor) -> torch.Tensor:
+    """GPT-2's logits when every block reads the embeddings and only the last block's output goes on: the blocks
+    are not chained."""
+    body = twin.transformer
+    seq = ids.shape[1]
+    x = body.wte(ids) + body.wpe(torch.arange(seq))  # (batch, seq, d_model)
+    return twin.lm_head(body.ln_f(body.h[-1](x, attention_mask=causal_bias(seq))))  # (batch, seq, vocab)
 
 
 def _diagnose_model(model: nn.Module, twin: GPT2LMHeadModel, ids: torch.Tensor, logits, call: str) -> None:
@@ -456,6 +631,20 @@ def _diagnose_model(model: nn.Module, twin: GPT2LMHeadModel, ids: torch.Tensor, 
         "ln_f is not applied: normalise the last block's output with self.ln_f before self.lm_head": (
             without_final_norm(ids).logits
         ),
+        "ln_f is applied before the blocks; it belongs after the last one: the blocks' pre-LN leaves their sum "
+        "unnormalised, and ln_f normalises it once, just before self.lm_head": _with_final_norm_elsewhere(
+            twin, ids, "before"
+        ),
+        "ln_f is applied after every block; apply it once, after the last block, just before self.lm_head (each "
+        "block normalises its own inputs with ln_1 and ln_2)": _with_final_norm_elsewhere(twin, ids, "each"),
+        "each block reads the embeddings, and only the last block's output reaches ln_f: the blocks are not "
+        "chained. Each block must read the previous block's output, x = block(x), so that the layers stack": (
+            _with_the_last_block_alone(twin, ids)
+        ),
+        "the model returns probabilities, a softmax of the logits; return the logits themselves (F.cross_entropy "
+        "and the sampling take logits, and apply the softmax themselves)": twin(ids).logits.softmax(dim=-1),
+        "the model returns log-probabilities, a log_softmax of the logits; return the logits themselves "
+        "(F.cross_entropy and the sampling take logits)": twin(ids).logits.log_softmax(dim=-1),
     }
     for mistake, wrong in mistakes.items():
         if matches(logits, wrong):
@@ -484,7 +673,16 @@ def _check_block_size(model: nn.Module, sizes: dict[str, int], call: str) -> Non
     block_size = sizes["block_size"]
     full = torch.zeros(1, block_size, dtype=torch.int64)
     with torch.no_grad():
-        call_learner(model, full, call=f"{call}(ids) with ids of shape (1, {block_size}), block_size tokens")
+        full_call = f"{call}(ids) with ids of shape (1, {block_size}), exactly block_size tokens,"
+        try:
+            call_learner(model, full, call=full_call)
+        except CheckFailed as failure:
+            if isinstance(failure.__cause__, ValueError):
+                raise CheckFailed(
+                    f"{failure}. A sequence of block_size tokens fits: positions 0 to block_size - 1 all have a row "
+                    "in the position table. Raise the ValueError only when seq > block_size."
+                ) from failure.__cause__
+            raise
         try:
             model(torch.zeros(1, block_size + 1, dtype=torch.int64))
         except IndexError as error:
@@ -511,17 +709,42 @@ def _check_initial_scale(GPT: type, seed: int) -> None:  # noqa: N803
     sizes = {"vocab_size": 256, "block_size": 64, "d_model": 64, "num_heads": 4, "num_layers": 1}
     call = "GPT(" + ", ".join(f"{name}={value}" for name, value in sizes.items()) + ")"
     model = built_with_seed(GPT, *sizes.values(), seed=seed, call=call)
+    linear_std = 1 / math.sqrt(3 * sizes["d_model"])  # nn.Linear's default: uniform within ±1/√in_features
     for name in ("token_embedding", "position_embedding"):
         std = getattr(model, name).weight.std().item()
         # The lower bound lets OpenAI's GPT-2 code pass too, which draws the positions with std 0.01: the std
         # measured from 4 096 such draws is within 0.0005 of 0.01, far from the bound at either end.
-        if not 0.4 * INIT_STD < std < 2 * INIT_STD:
+        if 0.4 * INIT_STD < std < 2 * INIT_STD:
+            continue
+        told = (
+            f"{call}: self.{name} starts with standard deviation {std:.3f}; initialise it with std {INIT_STD}, as "
+            f"the notebook asks (nn.init.normal_)."
+        )
+        if name == "token_embedding" and 0.8 < std / linear_std < 1.2:
             raise CheckFailed(
-                f"{call}: self.{name} starts with standard deviation {std:.3f}; initialise it with std {INIT_STD}, "
-                f"as the notebook asks: nn.init.normal_(self.{name}.weight, std={INIT_STD}). With nn.Embedding's "
-                "N(0, 1) the tied output layer starts with logits of size about √d_model, and training begins far "
-                "from a sensible prediction."
+                f"{call}: self.token_embedding starts with standard deviation {std:.3f}, which is nn.Linear's "
+                f"default initialisation (1/√(3 · d_model) = {linear_std:.3f}): the table holds lm_head's weight "
+                "as nn.Linear drew it. Tying with self.token_embedding.weight = self.lm_head.weight replaces the "
+                "table's Parameter by lm_head's, so an initialisation done to the table before it is lost. Tie "
+                "first and initialise the shared matrix after, or tie the other way: self.lm_head.weight = "
+                "self.token_embedding.weight."
             )
+        # nn.init.normal_(weight, 0.02) draws N(0.02, 1): its second positional argument is the mean.
+        as_mean = (
+            " If you wrote nn.init.normal_(weight, 0.02): its second positional argument is the mean, not the "
+            "standard deviation; pass std=0.02 by name."
+        )
+        if 0.8 < std < 1.2 and name == "token_embedding":
+            raise CheckFailed(
+                f"{told} This is nn.Embedding's N(0, 1): with it the tied output layer starts with logits of size "
+                f"about √d_model, and training begins far from a sensible prediction.{as_mean}"
+            )
+        if 0.8 < std < 1.2:
+            raise CheckFailed(
+                f"{told} This is nn.Embedding's N(0, 1): the position vectors start far larger than the token "
+                f"vectors (std 0.02), and the sum the blocks read is almost all position.{as_mean}"
+            )
+        raise CheckFailed(told)
 
 
 # Exercise 3 ---------------------------------------------------------------------------------------------
@@ -539,7 +762,7 @@ def check_next_token_loss(next_token_loss, seed: int = 0) -> None:
         logits, reference_loss = output.logits, output.loss  # (batch, seq, vocab), ()
         call = f"next_token_loss(logits {shape_of(logits)}, ids {shape_of(ids)})"
         leaf = logits.clone().requires_grad_()
-        loss = call_learner(next_token_loss, leaf, ids, call=call)
+        loss = _run_loss(next_token_loss, leaf, ids, call)
         expect_tensor(loss, "next_token_loss", (), torch.float32)
         expected = _shifted_cross_entropy(logits, ids, reduction="mean")
         if not torch.allclose(loss.detach(), expected, atol=1e-5):
@@ -555,6 +778,41 @@ def check_next_token_loss(next_token_loss, seed: int = 0) -> None:
             )
         expect_close(loss.detach(), _shifted_cross_entropy(logits * 1000, ids, reduction="mean"), large, atol=1e-2)
     passed("next_token_loss", "the mean cross-entropy of predicting token t + 1 at position t, as GPT-2's loss")
+
+
+def _run_loss(next_token_loss, logits: torch.Tensor, ids: torch.Tensor, call: str) -> torch.Tensor:
+    """The learner's loss; two crashes inside F.cross_entropy or .view get a message of their own."""
+    try:
+        return call_learner(next_token_loss, logits, ids, call=call)
+    except CheckFailed as failure:
+        cause = failure.__cause__
+        if isinstance(cause, RuntimeError) and "view size is not compatible" in str(cause):
+            raise CheckFailed(
+                f"{call} raised RuntimeError at a .view: a slice along the sequence axis, logits[:, :-1] or "
+                "ids[:, 1:], does not lie in memory in order, and .view can only regroup a tensor that does. Use "
+                ".reshape (or .flatten), which copies where it must."
+            ) from cause
+        if _classes_read_on_axis_1(next_token_loss, logits.shape[0]):
+            raise CheckFailed(
+                f"{call} raised {type(cause).__name__}: F.cross_entropy takes the classes on axis 1, so given the "
+                "3-D logits (batch, seq - 1, vocab) it read the positions as the classes. Flatten the logits to "
+                "(batch · (seq - 1), vocab) and the targets to (batch · (seq - 1),), or move the vocabulary to axis "
+                "1 with .transpose(1, 2)."
+            ) from cause
+        raise
+
+
+def _classes_read_on_axis_1(next_token_loss, batch: int) -> bool:
+    """Whether the loss, which failed, is F.cross_entropy given the 3-D logits as they are: with seq - 1 = vocab it
+    runs, reading the positions as the classes."""
+    vocab = 5
+    logits = seeded_randn(batch, vocab + 1, vocab, seed=6)  # (batch, seq, vocab) with seq - 1 = vocab
+    ids = torch.randint(vocab, (batch, vocab + 1), generator=torch.Generator().manual_seed(6))  # (batch, seq)
+    try:
+        loss = next_token_loss(logits, ids)
+    except Exception:
+        return False
+    return matches(loss, F.cross_entropy(logits[:, :-1], ids[:, 1:]))
 
 
 def _random_language_model(vocab: int, seed: int) -> GPT2LMHeadModel:
@@ -597,12 +855,34 @@ def _diagnose_loss(loss: torch.Tensor, logits: torch.Tensor, ids: torch.Tensor, 
         "the loss has the wrong sign: it is the negative log-probability, which training makes smaller": (
             -_shifted_cross_entropy(logits, ids, reduction="mean")
         ),
+        "F.nll_loss was given the logits: it expects log-probabilities, and only picks out minus the target's "
+        "entry. Apply torch.log_softmax first, or use F.cross_entropy, which does both": F.nll_loss(
+            logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten()
+        ),
     }
+    over_positions = "the log-softmax ran over the positions (dim=1)"
+    for where, log_probs in (
+        ("", F.log_softmax(logits, dim=1)[:, :-1]),  # (batch, seq - 1, vocab)
+        (" of the shifted logits", F.log_softmax(logits[:, :-1], dim=1)),  # (batch, seq - 1, vocab)
+    ):
+        mistakes[
+            f"{over_positions}{where}, so each position's scores do not make a distribution over the tokens. The "
+            "softmax goes over the vocabulary, the last axis: dim=-1"
+        ] = -log_probs.gather(-1, ids[:, 1:, None]).mean()
+    mistakes[
+        "you divided the summed loss by batch · seq, the number of tokens; there are batch · (seq - 1) predictions, "
+        "since the last position has no next token to score. Take the mean over those"
+    ] = _shifted_cross_entropy(logits, ids, reduction="sum") / ids.numel()
     if ids.shape[0] > 1:
         mistakes[
             "you shifted along the batch axis (the first dimension); shift along the sequence axis: "
             "logits[:, :-1] against ids[:, 1:]"
         ] = F.cross_entropy(logits[:-1].reshape(-1, vocab), ids[1:].reshape(-1))
+        mistakes[
+            "you flattened before shifting, so the last position of each sequence was scored on the first token of "
+            "the next sequence, which it cannot know. Shift along the sequence axis first (drop each sequence's "
+            "last logits and first token), then flatten"
+        ] = F.cross_entropy(logits.reshape(-1, vocab)[:-1], ids.reshape(-1)[1:])
     for mistake, wrong in mistakes.items():
         if torch.allclose(loss, wrong.to(loss.dtype), atol=1e-5):
             raise CheckFailed(f"{call}: {mistake}.")
@@ -794,12 +1074,58 @@ def check_next_token_probabilities(next_token_probabilities, seed: int = 0) -> N
 
 def _check_case(next_token_probabilities, logits: torch.Tensor, temperature: float, top_k, top_p) -> None:
     call = _describe(logits, temperature, top_k, top_p)
-    probs = call_learner(next_token_probabilities, logits, temperature=temperature, top_k=top_k, top_p=top_p, call=call)
+    options = {"temperature": temperature, "top_k": top_k, "top_p": top_p}
+    try:
+        probs = call_learner(next_token_probabilities, logits, **options, call=call)
+    except NotImplementedYet:
+        raise
+    except CheckFailed as failure:
+        vocab = logits.shape[-1]
+        if top_k is not None and top_k > vocab and _runs(next_token_probabilities, logits, options | {"top_k": vocab}):
+            raise CheckFailed(
+                f"{failure}. top_k={top_k} is more than the {vocab} tokens of the vocabulary, and torch.topk cannot "
+                f"choose more values than there are: keep them all, with min(top_k, vocabulary size)."
+            ) from failure.__cause__
+        if failure.__cause__ is not None and _right_row_by_row(next_token_probabilities, logits, options):
+            raise CheckFailed(
+                f"{str(failure).rstrip('.')}. Given one row at a time, it is right: a value computed for each row "
+                "(such as the k-th largest logit, or a row's threshold) has shape (batch,), and PyTorch lines that "
+                "axis up with the vocabulary axis of the (batch, vocab) logits, not with the rows. Keep the row axis, "
+                "shape (batch, 1), with keepdim=True or by indexing with a slice ([:, -1:])."
+            ) from failure.__cause__
+        raise
     _expect_distribution(probs, logits, temperature, top_k, top_p, call)
+
+
+def _right_row_by_row(function: Callable, logits: torch.Tensor, options: dict) -> bool:
+    """Whether function(logits, **options), which failed on the whole batch, is right on each row alone."""
+    if logits.shape[0] < 2:
+        return False
+    expected = _warped_by_transformers(
+        logits, heat=options["temperature"], keep_k=options["top_k"], keep_mass=options["top_p"]
+    )  # (batch, vocab)
+    for row in range(logits.shape[0]):
+        try:
+            probs = function(logits[row : row + 1].clone(), **options)  # (1, vocab); a copy it may change
+        except Exception:
+            return False
+        if not matches(probs, expected[row : row + 1]):
+            return False
+    return True
+
+
+def _runs(function: Callable, logits: torch.Tensor, options: dict) -> bool:
+    """Whether function(logits, **options) returns without an error."""
+    try:
+        function(logits, **options)
+    except Exception:
+        return False
+    return True
 
 
 def _expect_distribution(probs, logits: torch.Tensor, temperature: float, top_k, top_p, call: str) -> None:
     expect_tensor(probs, "next_token_probabilities", logits.shape, logits.dtype)
+    _diagnose_softmax(probs, logits, temperature, top_k, top_p, call)
     _diagnose_temperature(probs, logits, temperature, top_k, top_p, call)
     if top_p is not None:
         _diagnose_top_p_set(probs, logits, temperature, top_k, top_p, call)
@@ -815,6 +1141,29 @@ def _expect_distribution(probs, logits: torch.Tensor, temperature: float, top_k,
         probs, expected, f"{call}, compared with transformers' TemperatureLogitsWarper, TopKLogitsWarper and "
         "TopPLogitsWarper in that order, then a softmax"
     )  # fmt: skip
+
+
+def _diagnose_softmax(probs: torch.Tensor, logits, temperature: float, top_k, top_p, call: str) -> None:
+    """Name a softmax taken of probabilities (to "renormalise" after zeroing the filtered ones), and a softmax over
+    the batch axis."""
+    if temperature == 0:
+        return
+    expected = _warped_by_transformers(logits, heat=temperature, keep_k=top_k, keep_mass=top_p)  # (batch, vocab)
+    if matches(probs, expected):  # right; on flat logits, right and wrong coincide
+        return
+    zeroed = (logits / temperature).softmax(dim=-1) * (expected > 0)  # (batch, vocab): filtered, not renormalised
+    if matches(probs, expected.softmax(dim=-1)) or matches(probs, zeroed.softmax(dim=-1)):
+        raise CheckFailed(
+            f"{call}: you applied a softmax to probabilities. A softmax exponentiates what it is given, so a removed "
+            "token of probability 0 gets exp(0) = 1, as much weight as the others, and the kept tokens' differences "
+            "nearly vanish. Take one softmax, of the logits: set the removed logits to -inf before it, or renormalise "
+            "probabilities by dividing by their sum."
+        )
+    if top_k is None and top_p is None and logits.shape[0] > 1 and matches(probs, (logits / temperature).softmax(0)):
+        raise CheckFailed(
+            f"{call}: the softmax ran over the batch axis (dim=0), so each token's probabilities add up to 1 over "
+            "the rows. Each row is one distribution over the vocabulary: the softmax goes over the last axis, dim=-1."
+        )
 
 
 def _diagnose_top_k_off_by_one(probs: torch.Tensor, scaled: torch.Tensor, top_k: int, call: str) -> None:
@@ -834,7 +1183,19 @@ def _diagnose_top_k_off_by_one(probs: torch.Tensor, scaled: torch.Tensor, top_k:
 
 
 def _diagnose_temperature(probs: torch.Tensor, logits, temperature: float, top_k, top_p, call: str) -> None:
-    """Name the ways of applying the temperature in the wrong place, where no filter hides them."""
+    """Name the ways of applying the temperature in the wrong place: after the filters, where they choose other
+    tokens at temperature 1, and, where no filter hides them, in the softmax."""
+    if temperature not in (0, 1) and (top_k is not None or top_p is not None):
+        # computed whatever the answer, so that a release records it with the notebook's own check calls
+        _, chosen_at_one = _closed_form(logits, heat=1.0, keep_k=top_k, keep_mass=top_p)  # (batch, vocab)
+        _, chosen = _closed_form(logits, heat=temperature, keep_k=top_k, keep_mass=top_p)  # (batch, vocab)
+        after_filtering = (logits / temperature).masked_fill(~chosen_at_one, float("-inf")).softmax(dim=-1)
+        if not torch.equal(chosen_at_one, chosen) and matches(probs, after_filtering):
+            raise CheckFailed(
+                f"{call}: you applied the temperature after filtering, so top-k and top-p chose from the "
+                "distribution at temperature 1. Divide the logits by the temperature first, then filter: the "
+                "temperature changes which tokens top-p keeps."
+            )
     if top_k is None and top_p is None and temperature != 1.0:
         plain = logits.softmax(dim=-1)  # (batch, vocab)
         mistakes = {
@@ -923,10 +1284,26 @@ def _diagnose_top_p_set(probs: torch.Tensor, logits, temperature: float, top_k, 
             )
     vocabulary_prefix = (probs > 0).long().cummin(dim=-1).values.bool()  # (batch, vocab): kept up to the first gap
     if torch.equal(probs > 0, vocabulary_prefix):
+        # Both mistakes keep the first tokens in vocabulary order; they differ in how many.
+        kept_count = vocabulary_prefix.sum(dim=-1)  # (batch,)
+        summed_in_order = ((before.cumsum(dim=-1) - before) < top_p).sum(dim=-1)  # (batch,)
+        not_put_back = expected_set.sum(dim=-1)  # (batch,): the right number, at the wrong places
+        causes = {
+            "you added up the probabilities in vocabulary order. Sort them from most to least probable first "
+            "(torch.sort(..., descending=True)), choose there, and put the choice back in vocabulary order "
+            "(scatter)": torch.equal(kept_count, summed_in_order),
+            "you chose the right number of tokens in sorted order, but applied that mask to the logits in "
+            "vocabulary order: its position i stands for the i-th most probable token. Put it back in vocabulary "
+            "order first, with the order torch.sort returned (scatter)": torch.equal(kept_count, not_put_back),
+        }
+        named = [cause for cause, fits in causes.items() if fits]
+        if len(named) == 1:
+            raise CheckFailed(f"{call}: the tokens kept are the first ones in vocabulary order: {named[0]}.")
         raise CheckFailed(
-            f"{call}: the tokens kept are the first ones in vocabulary order: you added up the probabilities in "
-            "vocabulary order. Sort them from most to least probable first (torch.sort(..., descending=True)), "
-            "choose there, and put the choice back in vocabulary order (scatter)."
+            f"{call}: the tokens kept are the first ones in vocabulary order. Either the probabilities were added up "
+            "in vocabulary order, or a mask computed in sorted order was applied in vocabulary order. Sort from "
+            "most to least probable (torch.sort(..., descending=True)), choose there, and put the choice back in "
+            "vocabulary order (scatter, with the order torch.sort returned)."
         )
 
 
@@ -954,6 +1331,12 @@ def _check_greedy(next_token_probabilities, seed: int) -> None:
         probs = call_learner(
             next_token_probabilities, logits, temperature=temperature, top_k=top_k, top_p=top_p, call=call
         )
+        if isinstance(probs, torch.Tensor) and probs.shape == logits.shape[:-1]:
+            raise CheckFailed(
+                f"{call} returned shape {tuple(probs.shape)}, one token per row; return a distribution of shape "
+                f"{tuple(logits.shape)}, (batch, vocab), with all the probability on each row's most probable token "
+                "and 0 elsewhere."
+            )
         expect_tensor(probs, "next_token_probabilities", logits.shape, logits.dtype)
         if temperature == 0 and not torch.isfinite(probs).all():
             raise CheckFailed(
@@ -1003,7 +1386,10 @@ def check_generate(generate, seed: int = 0) -> None:
     """Check greedy generation (temperature 0) against step-by-step argmax, the contexts the model sees (cropped to
     block_size, the prompt kept, no autograd), the frequencies of sampled tokens against the filtered distributions,
     and that the generator decides the draws."""
-    with earlier_exercises_replaced(generate, "next_token_probabilities"), torch.random.fork_rng():
+    with (
+        earlier_exercises_replaced(generate, "next_token_probabilities"),
+        torch.random.fork_rng(),
+    ):
         _check_greedy_generation(generate, seed)
         _check_frequencies(generate, seed)
         _check_generator_is_used(generate, seed)
@@ -1012,7 +1398,16 @@ def check_generate(generate, seed: int = 0) -> None:
 
 def _run(generate, model, prompt, max_new_tokens: int, call: str, **options) -> torch.Tensor:
     with torch.enable_grad():  # as in a notebook cell: generate itself must turn autograd off
-        ids = call_learner(generate, model, prompt, max_new_tokens, call=call, **options)
+        try:
+            ids = call_learner(generate, model, prompt, max_new_tokens, call=call, **options)
+        except CheckFailed as failure:
+            if "multinomial()" in str(failure) and "'replacement' (position 3)" in str(failure):
+                raise CheckFailed(
+                    f"{str(failure).rstrip('.')}. torch.multinomial's third positional argument is replacement "
+                    "(whether a token may be drawn twice), not the generator: pass the generator by name, "
+                    "generator=generator."
+                ) from failure.__cause__
+            raise
     if isinstance(ids, torch.Tensor) and tuple(ids.shape) == (prompt.shape[0], max_new_tokens):
         raise CheckFailed(
             f"{call} returned only the {max_new_tokens} new tokens of each row: return the prompt followed by the "
@@ -1048,6 +1443,13 @@ def _check_greedy_generation(generate, seed: int) -> None:
                     f"than its block_size={block_size}. Crop the context to the last model.block_size tokens "
                     "(ids[:, -model.block_size:]) before each call."
                 ) from None
+            cause = failure.__cause__
+            if len(model.contexts) == 1 and isinstance(cause, RuntimeError) and "number of dimensions" in str(cause):
+                raise CheckFailed(
+                    f"{failure}, after the model's first call. torch.cat joins tensors with the same number of axes: "
+                    "the sequence so far is (batch, seq), so the new tokens must be (batch, 1), the shape "
+                    "torch.multinomial(probs, num_samples=1) returns; do not squeeze that axis away."
+                ) from cause
             raise failure
         _expect_contexts(model, ids, prompt_length, call)
         expected = _greedy_by_table(table, prompt, max_new_tokens, block_size, position=-1)
@@ -1084,7 +1486,11 @@ def _expect_contexts(model: _TableModel, ids: torch.Tensor, prompt_length: int, 
     """Step i must show the model the last block_size tokens of everything so far."""
     new_tokens = ids.shape[1] - prompt_length
     if len(model.contexts) != new_tokens:
-        raise CheckFailed(f"{call}: the model was called {len(model.contexts)} times; expected once per new token.")
+        calls = {1: "once", 2: "twice"}.get(len(model.contexts), f"{len(model.contexts)} times")
+        raise CheckFailed(
+            f"{call}: the model was called {calls} for {new_tokens} new tokens; call it once per new token, on the "
+            "sequence so far, so that each token is predicted from the ones before it, the new ones included."
+        )
     for step, context in enumerate(model.contexts):
         end = prompt_length + step
         expected = ids[:, max(0, end - model.block_size) : end]  # (batch, <= block_size)
@@ -1116,11 +1522,34 @@ def _check_frequencies(generate, seed: int) -> None:
     after = _warped_by_transformers(table, heat=temperature, keep_k=top_k, keep_mass=top_p)  # (vocab, vocab)
     prompts = torch.randint(vocab, (2, 3), generator=torch.Generator().manual_seed(seed))  # (2, seq)
     prompts[1, -1] = (prompts[0, -1] + 1) % vocab  # two different last tokens
+    options = {"temperature": temperature, "top_k": top_k, "top_p": top_p}
+    call = f"generate(model, prompt of shape ({DRAWS}, {prompts.shape[1]}), 2, {_options_text(options)}, generator=...)"
+    try:
+        _expect_sampled(generate, _TableModel(table, block_size), prompts, after, options, call, seed)
+    except CheckFailed:
+        swapped = options | {"top_k": top_p, "top_p": top_k}
+        if _samples_right(generate, _TableModel(table, block_size), prompts, after, swapped, call, seed):
+            raise CheckFailed(
+                f"{call}: generate passes top_k and top_p on to next_token_probabilities in the wrong order (given "
+                "them the other way round, it samples right). Its signature is next_token_probabilities(logits, "
+                "temperature, top_k, top_p): pass them by name, top_k=top_k, top_p=top_p."
+            ) from None
+        raise
+
+
+def _samples_right(generate, model, prompts, after, options: dict, call: str, seed: int) -> bool:
+    try:
+        _expect_sampled(generate, model, prompts, after, options, call, seed)
+    except Exception:
+        return False
+    return True
+
+
+def _expect_sampled(generate, model, prompts, after: torch.Tensor, options: dict, call: str, seed: int) -> None:
+    """Generate two tokens after each of DRAWS rows, half of them one prompt, half another, and compare the
+    frequencies of the tokens with the probabilities ``after`` (vocab, vocab) of the table model."""
     rows = DRAWS // 2
     prompt = prompts.repeat_interleave(rows, dim=0)  # (DRAWS, seq)
-    model = _TableModel(table, block_size)
-    options = {"temperature": temperature, "top_k": top_k, "top_p": top_p}
-    call = f"generate(model, prompt of shape {tuple(prompt.shape)}, 2, {_options_text(options)}, generator=...)"
     generator = torch.Generator().manual_seed(seed)
     ids = _run(generate, model, prompt, 2, call, **options, generator=generator)
     _expect_contexts(model, ids, prompt.shape[1], call)

@@ -3,10 +3,11 @@
 Oracles: the notebook 10 model run on the whole sequence at once, without a cache (its blocks compute with
 PyTorch's nn.TransformerEncoderLayer under a causal mask): every cached computation must give, position by
 position, what that run gives; ``torch.cat`` of what was appended; the draws of ``torch.multinomial`` replayed with
-the same seed on the probabilities of the uncached run (closed forms of temperature and top-k); and
+the same seed on the probabilities of the uncached run (closed forms of temperature, top-k and top-p); and
 ``F.scaled_dot_product_attention`` (through ``pytorch_attention``), its outputs and its gradients, for blockwise
-attention. That blockwise attention never builds the n × n matrix is a fact about the tensors it creates, seen by
-``allocations_of`` (a TorchDispatchMode), not a time.
+attention. That blockwise attention holds one block of scores at a time, never the n × n matrix nor the scores of
+a query against every key, is a fact about the tensors it creates, seen by ``allocations_of`` (a TorchDispatchMode),
+not a time.
 """
 
 import contextlib
@@ -23,13 +24,18 @@ from ..allocations import allocations_of
 from ..reference.nb10_gpt import GPT, GPTBlock
 from . import (
     CheckFailed,
+    NotImplementedYet,
+    NotRecorded,
     call_learner,
     earlier_exercises_replaced,
     expect_close,
     expect_differentiable,
     expect_tensor,
     learner_facing,
+    learners_namespace,
+    lender,
     matches,
+    names_replaced,
     passed,
     perturbed,
     pytorch_attention,
@@ -103,7 +109,18 @@ def check_kvcache(KVCache: type, seed: int = 0) -> None:  # noqa: N803 (a class)
         )
         result = _appended(cache, keys[:, :, start:end], values[:, :, start:end], call)
         _expect_all_cached(result, keys[:, :, :end], values[:, :, :end], start, call)
-        _expect_length(cache, end, f"the cache after appending {end} positions", counting)
+        only_newest = (
+            f"that is how many the last append brought, not all {end} appended so far: the cache counts or keeps "
+            "only the newest positions. Keep the joined keys and values, the earlier positions and the new ones, so "
+            "that len() counts them all and the next append joins to them."
+        )
+        _expect_length(
+            cache,
+            end,
+            f"the cache after appending {end} positions",
+            counting,
+            (end - start, only_newest) if start else None,
+        )
     _expect_length(
         other,
         0,
@@ -128,9 +145,21 @@ def _appended(cache, keys: torch.Tensor, values: torch.Tensor, call: str):
         raise
 
 
-def _expect_length(cache, expected: int, what: str, hint: str) -> None:
-    length = call_learner(len, cache, call="len(cache)")
+def _expect_length(cache, expected: int, what: str, hint: str, telling: tuple[int, str] | None = None) -> None:
+    """Fail unless len(cache) is ``expected``; ``telling`` is (a wrong length, what it says) where one says more."""
+    try:
+        length = call_learner(len, cache, call="len(cache)")
+    except CheckFailed as failure:
+        if expected == 0 and failure.__cause__ is not None and not isinstance(failure, NotImplementedYet):
+            raise CheckFailed(
+                f"{failure}\nThat was len() of {what}, which must be 0, before anything is appended: what "
+                "__init__ sets up has no positions to count yet (torch.tensor([]) has the shape (0,), with no dim 2; "
+                "None has no shape at all), so return 0 while the cache holds nothing."
+            ) from failure.__cause__
+        raise
     if length != expected:
+        if telling is not None and length == telling[0]:
+            hint = telling[1]
         raise CheckFailed(f"len() of {what} is {length}, expected {expected}: {hint}")
 
 
@@ -152,6 +181,15 @@ def _expect_all_cached(result, keys: torch.Tensor, values: torch.Tensor, start: 
             f"{call} put the new keys in front of the cached ones: the positions must stay in the order they came, "
             f"the {start} cached ones first and the new ones after them, since key j is the key of position j."
         )
+    if (
+        isinstance(got_values, torch.Tensor)
+        and got_values.shape == values.shape
+        and matches(got_values[:, :, start:], new_keys)
+    ):
+        raise CheckFailed(
+            f"{call}: the values returned for the new positions are their keys: store and return the values "
+            "given to append, next to the keys, not a second copy of the keys."
+        )
     for name, got, expected in (("keys", got_keys, keys), ("values", got_values, values)):
         if isinstance(got, torch.Tensor) and got.ndim == 4 and got.shape[:2] == expected.shape[:2]:
             if got.shape[2] != expected.shape[2]:
@@ -165,7 +203,7 @@ def _expect_all_cached(result, keys: torch.Tensor, values: torch.Tensor, start: 
 
 # Exercise 2 ---------------------------------------------------------------------------------------------
 
-D_MODEL, HEADS = 16, 4
+D_MODEL, HEADS = 24, 4  # d_head = 6: dividing by d_head, √d_head and √d_model gives three different results
 
 
 @learner_facing
@@ -199,8 +237,30 @@ def check_cached_block_forward(cached_block_forward, seed: int = 0) -> None:
                 if length_late:
                     raise CheckFailed(_length_after_append(call, end - start))
                 _diagnose_block(block, x, start, end, out, call)
-                expect_close(out, expected[:, start:end], f"{call}, compared with the block run on the whole sequence")
+                _expect_close_to_block(out, expected[:, start:end], start, call)
     passed("cached_block_forward", "gives what the block gives on the whole sequence, a few positions at a time")
+
+
+def _expect_close_to_block(out: torch.Tensor, expected: torch.Tensor, start: int, call: str) -> None:
+    """The last word on a block's result that no named mistake explains: where it differs, and where to look."""
+    try:
+        expect_close(out, expected, f"{call}, compared with the block run on the whole sequence")
+    except CheckFailed as failure:
+        if start == 0:
+            where = (
+                "It is wrong already with nothing cached, where the mask should be the usual causal one (query i "
+                "sees keys 0 to i): check the mask, then go through the block's steps in order against notebook "
+                "10's block: ln_1, the heads' queries, keys and values, attention (scores divided by √d_head, a "
+                "softmax over the keys, the last axis), the output projection and the residual around attention; "
+                "then ln_2, the MLP, and the residual around the MLP."
+            )
+        else:
+            where = (
+                "The first call, with nothing cached, gave the block's result, and this one does not: look at what "
+                f"the cache changes. The new queries attend to every key that cache.append returns, and new position "
+                f"i sees the keys 0 to {start} + i."
+            )
+        raise CheckFailed(f"{failure}\n{where}") from None
 
 
 def _length_after_append(call: str, new: int) -> str:
@@ -236,21 +296,38 @@ def _attention_of_new(
     *,
     visible: torch.Tensor,
     scale: float | None = None,
+    queries_normed: bool = True,
+    projected: bool = True,
     residual: bool = True,
     mlp_norm: str = "ln_2",
+    mlp_residual: str = "h",
+    softmax_over_queries: bool = False,
 ) -> torch.Tensor:
     """What the block's new positions start:end give when they attend to the keys 0:end under ``visible``
-    (new, end), with the scores scaled by ``scale`` (None: 1/√d_head), with or without the residual around
-    attention, and with the MLP's input normalised by ``mlp_norm`` ("ln_2", "ln_1" or "none"): the check's way to
-    name a mistake, from PyTorch's attention."""
-    queries, _, _ = block.attention.project_heads(block.ln_1(x[:, start:end]))
+    (new, end), a bool mask or a float one that F.scaled_dot_product_attention adds to the scores: the check's way to
+    name a mistake, from PyTorch's attention. The variants: the scores scaled by ``scale`` (None: 1/√d_head), the
+    queries projected from x without ln_1, the heads merged without the output projection, no residual around
+    attention, the MLP's input normalised by ``mlp_norm`` ("ln_2", "ln_1" or "none"), the MLP's output added
+    to ``mlp_residual``: "h" (what attention gave), "x" (the block's input) or "none", and the softmax taken over
+    the queries' axis (a key hidden from every query gets no weight)."""
+    queries, _, _ = block.attention.project_heads(block.ln_1(x[:, start:end]) if queries_normed else x[:, start:end])
     _, keys, values = block.attention.project_heads(block.ln_1(x[:, :end]))
-    mixed = F.scaled_dot_product_attention(
-        queries, keys, values, attn_mask=visible, scale=scale
-    )  # (batch, heads, new, d_head)
-    after_attention = block.attention.project_output(mixed) + (x[:, start:end] if residual else 0)
+    if softmax_over_queries:
+        scores = queries @ keys.transpose(-2, -1) * (scale or queries.shape[-1] ** -0.5)  # (batch, heads, new, end)
+        weights = scores.masked_fill(~visible, -math.inf).softmax(dim=-2).nan_to_num(0.0)
+        mixed = weights @ values  # (batch, heads, new, d_head)
+    else:
+        mixed = F.scaled_dot_product_attention(
+            queries, keys, values, attn_mask=visible, scale=scale
+        )  # (batch, heads, new, d_head)
+    if projected:
+        attended = block.attention.project_output(mixed)  # (batch, new, d_model)
+    else:
+        attended = mixed.transpose(1, 2).flatten(2)  # the heads side by side, (batch, new, d_model)
+    h = attended + (x[:, start:end] if residual else 0)
     norm = {"ln_2": block.ln_2, "ln_1": block.ln_1, "none": nn.Identity()}[mlp_norm]
-    return after_attention + block.mlp(norm(after_attention))
+    added_to = {"h": h, "x": x[:, start:end], "none": 0}[mlp_residual]
+    return added_to + block.mlp(norm(h))
 
 
 def _diagnose_block(block: nn.Module, x: torch.Tensor, start: int, end: int, out: torch.Tensor, call: str) -> None:
@@ -265,15 +342,24 @@ def _diagnose_block(block: nn.Module, x: torch.Tensor, start: int, end: int, out
         "the causal mask is aligned to the first key, as is_causal=True does: with a cache the new queries are the "
         "LAST positions, so new position i sees keys 0 to cached + i (the diagonal of the mask shifted right by the "
         "number cached)": every_key.tril(),
+        "tril and triu are swapped: each new position sees itself and the keys after it, where it must see the "
+        "keys before it and itself (keys 0 to cached + i, the lower triangle that torch.tril keeps)": every_key.triu(
+            start
+        ),
         "new position i does not see its own key: it sees keys 0 to cached + i, itself included, so the mask's "
         "diagonal is one place too far left (shifted by cached - 1, not by cached)": every_key.tril(start - 1),
         "the mask is inverted: each new position sees only the keys after it. A bool attn_mask of "
         "F.scaled_dot_product_attention is True where a query MAY attend (nn.MultiheadAttention's is the "
         "opposite), so build the mask of the keys each position sees, not of those it must not see": ~causal,
+        "new position i also sees the key after its own, cached + i + 1: the mask's diagonal is one place too far "
+        "right (shifted by cached + 1, not by cached)": every_key.tril(start + 1),
+        "the mask holds the numbers 1 and 0, not True and False: F.scaled_dot_product_attention ADDS a float "
+        "attn_mask to the scores, so a hidden key only loses 1 and stays visible. Give the mask dtype=torch.bool "
+        "(True where a query may attend)": causal.float(),
     }
     with torch.no_grad():
         for mistake, visible in masks.items():
-            if not torch.equal(visible, causal) and _matches_where_seen(
+            if not (visible.dtype == causal.dtype and torch.equal(visible, causal)) and _matches_where_seen(
                 out, _attention_of_new(block, x, start, end, visible=visible), visible
             ):
                 raise CheckFailed(f"{call}: {mistake}.")
@@ -283,13 +369,28 @@ def _diagnose_block(block: nn.Module, x: torch.Tensor, start: int, end: int, out
             f"= {d_head} features, so divide by √d_head (F.scaled_dot_product_attention does it for you)": {
                 "scale": 1 / math.sqrt(x.shape[-1])
             },
+            f"the scores are divided by d_head = {d_head}, not by its square root √d_head (F.scaled_dot_product_"
+            "attention divides by √d_head for you)": {"scale": 1 / d_head},
             "the scores are not divided by √d_head (F.scaled_dot_product_attention does it for you)": {"scale": 1.0},
+            "the softmax runs over the queries (dim=-2), so each key's weights sum to 1 across the new positions: "
+            "each query's weights must sum to 1 over the keys it sees, so take the softmax over the last axis, the "
+            "keys (dim=-1)": {"softmax_over_queries": True},
             "the attention's output replaces x instead of being added to it: the block keeps the residual, "
             "x + attention(ln_1(x)), before the MLP": {"residual": False},
             "the MLP gets x without its layer norm: the block computes x + mlp(ln_2(x))": {"mlp_norm": "none"},
             "the MLP's input goes through ln_1: each sublayer has its own norm, ln_2 before the MLP": {
                 "mlp_norm": "ln_1"
             },
+            "the queries are projected from x without ln_1: the queries come from the normalised input, as the keys "
+            "and values do (block.attention.project_heads(block.ln_1(x)) gives all three)": {"queries_normed": False},
+            "the heads' outputs are put side by side without the output projection: block.attention.project_output "
+            "merges the heads and applies the attention's output layer": {"projected": False},
+            "the MLP's output is added to the block's input x, not to what the attention step gave: the second "
+            "residual starts from x + attention(ln_1(x)), the same tensor that goes through ln_2 into the MLP": {
+                "mlp_residual": "x"
+            },
+            "the MLP's output replaces its input instead of being added to it: the block keeps the second residual "
+            "too, adding mlp(ln_2(h)) to h, what the attention step gave": {"mlp_residual": "none"},
         }
         for mistake, variant in parts.items():
             if matches(out, _attention_of_new(block, x, start, end, visible=causal, **variant)):
@@ -330,18 +431,81 @@ def check_cached_logits(cached_logits, seed: int = 0) -> None:
     ids = torch.randint(VOCAB, (batch, total), generator=torch.Generator().manual_seed(seed))  # (batch, total)
     with torch.no_grad():
         expected = model(ids)  # (batch, total, vocab)
-    with earlier_exercises_replaced(cached_logits, "KVCache", "cached_block_forward"):
+    embedded = _Embedded(model)
+    with earlier_exercises_replaced(cached_logits, "KVCache", "cached_block_forward"), embedded.watching():
         caches = [_recording_cache(cached_logits, []) for _ in model.blocks]
         for start, end in _chunks(total, seed):
             call = f"cached_logits(model, ids[:, {start}:{end}], caches) with {start} positions cached"
-            with torch.no_grad():
-                logits = call_learner(cached_logits, model, ids[:, start:end], caches, call=call)
+            embedded.clear()
+            try:
+                with torch.no_grad():
+                    logits = call_learner(cached_logits, model, ids[:, start:end], caches, call=call)
+            except CheckFailed as failure:
+                if failure.__cause__ is not None:  # the learner's code raised
+                    _diagnose_crash(embedded, batch, start, end, failure)
+                raise
             expect_tensor(logits, call, (batch, end - start, VOCAB), torch.float32)
             _expect_every_cache_grown(caches, end, call)
             if not matches(logits, expected[:, start:end]):
                 _diagnose_logits(model, ids[:, start:end], logits, start, call)
                 expect_close(logits, expected[:, start:end], f"{call}, compared with the model on the whole sequence")
     passed("cached_logits", "gives the model's logits, a few positions at a time, with positions counted on")
+
+
+class _Embedded:
+    """What a model's token and position embeddings were given during a call, if it called them (a learner may read
+    the position table's rows instead of calling it)."""
+
+    def __init__(self, model: nn.Module):
+        self.model, self.tokens, self.positions = model, [], []
+
+    def clear(self) -> None:
+        self.tokens.clear()
+        self.positions.clear()
+
+    @contextlib.contextmanager
+    def watching(self):
+        hooks = [
+            self.model.token_embedding.register_forward_pre_hook(lambda _, args: self.tokens.append(args[0])),
+            self.model.position_embedding.register_forward_pre_hook(lambda _, args: self.positions.append(args[0])),
+        ]
+        try:
+            yield self
+        finally:
+            for hook in hooks:
+                hook.remove()
+
+
+def _diagnose_crash(embedded: _Embedded, batch: int, start: int, end: int, failure: CheckFailed) -> None:
+    """Name a crash of cached_logits from what reached the model's embeddings before it."""
+    new = end - start
+    for positions in embedded.positions:
+        if isinstance(positions, torch.Tensor) and positions.ndim > 1 and positions.shape[-1] != new:
+            raise CheckFailed(
+                f"{failure}\nThe position embedding was given positions of shape {shape_of(positions)}, so it "
+                f"returned embeddings of shape {shape_of((*positions.shape, D_MODEL))}, which do not line up with the "
+                f"token embeddings, (batch, new, d_model): give it a 1-D tensor of the {new} new positions, shape "
+                f"({new},), here {_positions(start, end)}; it then broadcasts over the batch."
+            ) from failure.__cause__
+        if isinstance(positions, torch.Tensor) and positions.ndim == 1 and positions.shape[0] != new:
+            of_batch = f" ({batch}, the number of sentences, ids.shape[0])" if positions.shape[0] == batch else ""
+            raise CheckFailed(
+                f"{failure}\nThe position embedding was given {positions.shape[0]} positions{of_batch} for {new} new "
+                "tokens: ids is (batch, new), so the new tokens run along dim 1, and each needs its own position, "
+                f"here {_positions(start, end)}."
+            ) from failure.__cause__
+    if start > 0 and not embedded.tokens and not embedded.positions:
+        raise CheckFailed(
+            f"{failure}\nThe call with empty caches worked; this one, with {start} positions cached and {new} new "
+            f"token{'s' if new > 1 else ''}, crashed before it used the model's embeddings: look at what comes before "
+            "them, the new tokens' positions, which run from the number cached to cached + new - 1 (here "
+            f"{_positions(start, end)}). torch.arange(start, end) stops before end, and PyTorch's 'upper bound and "
+            "lower bound inconsistent with step sign' means an end below the start."
+        ) from failure.__cause__
+
+
+def _positions(start: int, end: int) -> str:
+    return f"position {start}" if end - start == 1 else f"positions {start} to {end - 1}"
 
 
 def _expect_every_cache_grown(caches: list, end: int, call: str) -> None:
@@ -369,6 +533,9 @@ def _diagnose_logits(model: nn.Module, new_ids: torch.Tensor, logits: torch.Tens
         "own, new tokens at positions cached, cached + 1, ..., cached + new - 1": table[0].expand(new, -1),
         "no position embedding is added: the model adds the embedding of each token's position to its token "
         "embedding": torch.zeros_like(table[:new]),
+        f"the new tokens get the position embeddings of {LAYERS}, {LAYERS + 1}, ..., where with nothing cached they "
+        f"sit at 0, 1, ...: {LAYERS} is len(caches), the number of blocks (one cache each), not the number of "
+        "positions cached; each cache counts those, len(caches[0])": table[LAYERS : LAYERS + new],
     }
     with torch.no_grad():
         for mistake, positions in mistakes.items():
@@ -398,13 +565,96 @@ def check_generate_cached(generate_cached, seed: int = 0) -> None:
     """Greedy decoding and sampling with a cache: the same tokens as the model run on the whole sequence gives
     (argmax, or the same torch.multinomial draws from the same generator), logits that agree at every step, and
     only the newest token given to the model after the prompt."""
+    from . import stand_ins  # None in a release; the package sets it after loading this module
+
     model = checked_model(seed)
     prompt = torch.randint(VOCAB, (2, 4 + seed), generator=torch.Generator().manual_seed(seed + 7))
-    names = ("KVCache", "cached_block_forward", "cached_logits", "next_token_probabilities")
+    names = ("KVCache", "cached_block_forward", "cached_logits")
+    if stand_ins is not None:  # the notebook imports the reference's: a release names it in no note on own versions
+        names += ("next_token_probabilities",)
+    # Top-k and top-p together: the check's calls cross between processes while graded, and a fourth run of the
+    # generation would take a busy machine past the cell's time limit.
+    options_tried = ({"temperature": 0}, {"temperature": 0.8}, {"temperature": 1.0, "top_k": 5, "top_p": 0.8})
     with earlier_exercises_replaced(generate_cached, *names), torch.random.fork_rng():
-        for options in ({"temperature": 0}, {"temperature": 0.8}, {"temperature": 1.0, "top_k": 5}):
-            _check_decoding(generate_cached, model, prompt, 12, seed, **options)
+        with _parts_watched(generate_cached) as parts:
+            for options in options_tried:
+                parts.clear()
+                try:
+                    _check_decoding(generate_cached, model, prompt, 12, seed, parts, **options)
+                except CheckFailed as failure:
+                    _expect_a_cache_per_block(parts.made, len(model.blocks), failure)
+                    raise
     passed("generate_cached", "writes the uncached model's tokens, giving the model one new token per step")
+
+
+class _Parts:
+    """What the learner's generate_cached did with the parts it calls by name, during one generation."""
+
+    def __init__(self):
+        self.made = []  # the caches made
+        self.drawn = []  # the temperature, top_k and top_p given to each call of next_token_probabilities
+        self.ids_given = []  # the shape of the ids given to each call of cached_logits
+
+    def clear(self) -> None:
+        self.made.clear()
+        self.drawn.clear()
+        self.ids_given.clear()
+
+
+@contextlib.contextmanager
+def _parts_watched(generate_cached):
+    """Watch the parts the learner's generate_cached calls by name: KVCache, cached_logits and
+    next_token_probabilities in its namespace (or lent to it while graded) stand for functions that do what they did
+    and record what they were given. Yields the _Parts record."""
+    from . import stand_ins  # None in a release; the package sets it after loading this module
+
+    parts = _Parts()
+    own = learners_namespace(generate_cached) or {}
+    names = ("KVCache", "cached_logits", "next_token_probabilities")
+    used = {name: getattr(stand_ins, name) if stand_ins is not None else own.get(name) for name in names}
+
+    def KVCache(*args, **kwargs):  # noqa: N802 (the name the learner's code calls)
+        cache = used["KVCache"](*args, **kwargs)
+        parts.made.append(cache)
+        return cache
+
+    def cached_logits(*args, **kwargs):
+        ids = args[1] if len(args) > 1 else kwargs.get("ids")
+        parts.ids_given.append(tuple(ids.shape) if isinstance(ids, torch.Tensor) else None)
+        return used["cached_logits"](*args, **kwargs)
+
+    def next_token_probabilities(*args, **kwargs):
+        with contextlib.suppress(TypeError):  # arguments that do not fit: the call below says so
+            bound = inspect.signature(used["next_token_probabilities"]).bind(*args, **kwargs)
+            bound.apply_defaults()
+            parts.drawn.append({name: bound.arguments.get(name) for name in ("temperature", "top_k", "top_p")})
+        return used["next_token_probabilities"](*args, **kwargs)
+
+    watching = {
+        "KVCache": KVCache,
+        "cached_logits": cached_logits,
+        "next_token_probabilities": next_token_probabilities,
+    }
+    lent = {name: watching[name] for name in names if used[name] is not None}
+    lend = lender(generate_cached)
+    if lend is not None and lent:
+        with lend(lent):
+            yield parts
+    elif learners_namespace(generate_cached) is not None and lent:
+        with names_replaced(own, lent):
+            yield parts
+    else:
+        yield parts
+
+
+def _expect_a_cache_per_block(made: list, blocks: int, failure: CheckFailed) -> None:
+    """Name the failure of a generation that made fewer caches than the model has blocks."""
+    if 0 < len(made) < blocks:
+        raise CheckFailed(
+            f"{failure}\nIt made {len(made)} KVCache for the model's {blocks} blocks, so the blocks share a cache: "
+            "each appends its keys and values to it, and it counts every position once per block. [KVCache()] * n "
+            "repeats one and the same cache n times; make a new KVCache for each block."
+        ) from failure.__cause__
 
 
 class _Watched:
@@ -424,7 +674,8 @@ class _Watched:
             scored.remove()
 
 
-def _check_decoding(generate_cached, model, prompt, new_tokens: int, seed: int, **options) -> None:
+def _check_decoding(generate_cached, model, prompt, new_tokens: int, seed: int, parts: _Parts, **options) -> None:
+    """``parts`` records what the generation gave the parts it calls by name (see _parts_watched)."""
     described = ", ".join(f"{name}={value}" for name, value in options.items())
     call = f"generate_cached(model, prompt_ids, {new_tokens}, {described})"
     sampling = options["temperature"] != 0
@@ -434,12 +685,28 @@ def _check_decoding(generate_cached, model, prompt, new_tokens: int, seed: int, 
         try:
             ids = call_learner(generate_cached, model, prompt, new_tokens, generator=generator, call=call, **options)
         except CheckFailed as failure:
-            # What the model was given before the crash often says why: name that rather than PyTorch's error.
+            if failure.__cause__ is None or isinstance(failure, NotImplementedYet):
+                raise
+            # What the model and the draws were given before the crash often says why: name that rather than
+            # PyTorch's error.
+            _expect_options_passed_on(parts.drawn, options, call, failure)
+            # cached_logits given the newest token without its axis crashes before the model sees it: the shapes
+            # it was given say so, or, where the learner's code does not call it by that name, a shape error.
+            without_axis = next((shape for shape in parts.ids_given if shape is not None and len(shape) != 2), None)
+            if without_axis is not None:
+                raise CheckFailed(
+                    f"{call}: cached_logits was given ids of shape {shape_of(without_axis)}; it takes (batch, tokens), "
+                    f"here (batch, 1) for the newest token. {_KEEP_THE_AXIS}\n({failure})"
+                ) from failure.__cause__
+            shape_error = isinstance(failure.__cause__, IndexError | RuntimeError | ValueError)
             try:
-                _expect_one_token_per_step(watched.inputs, prompt.shape[1], call, finished=False)
+                _expect_one_token_per_step(
+                    watched.inputs, prompt.shape[1], call, finished=False, guess=shape_error and not parts.ids_given
+                )
             except CheckFailed as named:
                 raise CheckFailed(f"{named}\n({failure})") from failure.__cause__
             raise
+    _expect_length_of_generation(ids, prompt, new_tokens, call)
     expect_tensor(ids, call, (prompt.shape[0], prompt.shape[1] + new_tokens), prompt.dtype)
     if not torch.equal(ids[:, : prompt.shape[1]], prompt):
         raise CheckFailed(f"{call} must return the prompt first, then the new tokens.")
@@ -457,6 +724,7 @@ def _check_decoding(generate_cached, model, prompt, new_tokens: int, seed: int, 
         expected = _draw(expected_logits[:, step], replay, **options)  # (batch,)
         got = ids[:, prompt.shape[1] + step]
         if not torch.equal(got, expected):
+            _diagnose_draws(ids[:, prompt.shape[1] :], expected_logits, seed, options, call)
             how = (
                 "draw each token with torch.multinomial(probabilities, 1, generator=generator), one draw per step"
                 if sampling
@@ -468,26 +736,90 @@ def _check_decoding(generate_cached, model, prompt, new_tokens: int, seed: int, 
             )
 
 
-def _expect_one_token_per_step(inputs: list, prompt_length: int, call: str, *, finished: bool = True) -> None:
+_KEEP_THE_AXIS = (
+    "Keep the axis of the tokens when you pick the newest one: indexing with [:, -1] drops the axis where slicing "
+    "with [:, -1:] keeps it; torch.multinomial(..., 1) already returns (batch, 1)."
+)
+
+
+def _expect_options_passed_on(drawn: list, options: dict, call: str, failure: CheckFailed) -> None:
+    """Name a crash that follows a call of next_token_probabilities given other options than generate_cached was
+    given (top_k and top_p swapped, by position)."""
+    given = {"top_k": None, "top_p": None, **options}
+    for arguments in drawn:
+        wrong = [name for name, value in given.items() if arguments.get(name) != value]
+        # Another option's value in its place: the options were passed in another order (only then, since a call
+        # with the temperature applied beforehand, or top-k done by hand, can differ and still be right).
+        swapped = [
+            name
+            for name in wrong
+            if arguments.get(name) is not None
+            and any(
+                arguments.get(name) == value for other, value in given.items() if other != name and value is not None
+            )
+        ]
+        if swapped:
+            got = ", ".join(f"{name}={arguments.get(name)}" for name in wrong)
+            meant = ", ".join(f"{name}={given[name]}" for name in wrong)
+            raise CheckFailed(
+                f"{call}: next_token_probabilities was given {got}, where generate_cached was given {meant}. Pass "
+                "temperature, top_k and top_p on in next_token_probabilities's order, (logits, temperature, top_k, "
+                "top_p), or by name (top_k=top_k, top_p=top_p).\n"
+                f"({failure})"
+            ) from failure.__cause__
+
+
+def _expect_length_of_generation(ids, prompt: torch.Tensor, new_tokens: int, call: str) -> None:
+    """Name a result with too few or too many tokens: max_new_tokens read as the total length, one step too many or
+    too few, the prompt left out."""
+    prompt_length = prompt.shape[1]
+    if not (isinstance(ids, torch.Tensor) and ids.ndim == 2) or ids.shape[1] == prompt_length + new_tokens:
+        return
+    length = ids.shape[1]
+    starts_with_prompt = length >= prompt_length and torch.equal(ids[:, :prompt_length].to(prompt.dtype), prompt)
+    steps = (
+        "each step writes one token, the first one from the prompt's logits, so there are max_new_tokens steps in "
+        "all, the prompt's included"
+    )
+    if not starts_with_prompt:
+        why = "return the prompt first, then the new tokens, as notebook 10's generate does"
+    elif length == new_tokens:
+        why = f"max_new_tokens counts the new tokens only, not the prompt with them: write {new_tokens} after it"
+    elif length == prompt_length + new_tokens + 1:
+        why = f"that is one token more than asked: {steps}"
+    elif length == prompt_length + new_tokens - 1:
+        why = f"that is one token fewer than asked: {steps}"
+    else:
+        why = "write max_new_tokens new tokens after the prompt"
+    raise CheckFailed(
+        f"{call} returned {length} tokens per sentence, where the prompt of {prompt_length} tokens and "
+        f"max_new_tokens = {new_tokens} new ones make {prompt_length + new_tokens}: {why}."
+    )
+
+
+def _expect_one_token_per_step(
+    inputs: list, prompt_length: int, call: str, *, finished: bool = True, guess: bool = False
+) -> None:
     """Fail unless the model was given the prompt, then one token per step, each as (batch, tokens); a call that
-    crashed (not ``finished``) is judged on the calls it made."""
+    crashed (not ``finished``) is judged on the calls it made, and, with ``guess`` (a shape error, where nothing
+    else says what the newest token was given as), a crash right after the prompt is put down to the newest token's
+    axis."""
     for step, ids in enumerate(inputs):
         if ids.ndim != 2:
             raise CheckFailed(
                 f"{call}: at its call {step} the model was given ids of shape {shape_of(ids)}; the model takes "
-                "(batch, tokens), here (batch, 1) for the newest token. Keep the axis of the tokens when you pick "
-                "the newest one: torch.multinomial(..., 1) already returns (batch, 1), and indexing with [:, -1] "
-                "drops the axis where slicing with [:, -1:] keeps it."
+                f"(batch, tokens), here (batch, 1) for the newest token. {_KEEP_THE_AXIS}"
             )
     lengths = [ids.shape[-1] for ids in inputs]
     if not finished and not lengths:
         return
     if not finished and lengths == [prompt_length]:
+        if not guess:
+            return
         raise CheckFailed(
             f"{call}: the model took the prompt, then the call crashed on the first new token before the model saw "
             "it. Look at what you pass on for the newest token: the model takes (batch, tokens), here (batch, 1). "
-            "Keep the axis of the tokens when you pick the newest one: indexing with [:, -1] drops the axis where "
-            "slicing with [:, -1:] keeps it; torch.multinomial(..., 1) already returns (batch, 1)."
+            f"{_KEEP_THE_AXIS}"
         )
     if not lengths or lengths[0] != prompt_length or any(length != 1 for length in lengths[1:]):
         raise CheckFailed(
@@ -505,15 +837,63 @@ def _expect_logits_at_every_step(recorded: list, expected: torch.Tensor, call: s
     expect_close(last[:, :steps], expected, f"{call}: the logits at each step, against the model without a cache", 1e-4)
 
 
-def _draw(logits: torch.Tensor, generator, *, temperature: float, top_k: int | None = None) -> torch.Tensor:
-    """The token the uncached model gives: the argmax for temperature 0, otherwise the same torch.multinomial draw
-    from the closed form of temperature and top-k."""
-    if temperature == 0:
-        return logits.argmax(dim=-1)
+@oracle
+def _next_token_distribution(
+    logits: torch.Tensor, *, temperature: float, top_k: int | None, top_p: float | None
+) -> torch.Tensor:
+    """Notebook 10's distribution of the next token in closed form, (batch, vocab) from logits (batch, vocab): the
+    logits divided by the temperature; top-k keeps the k largest; top-p keeps the smallest set of most probable tokens
+    whose total reaches top_p (a token stays while the tokens more probable than it hold less than top_p)."""
     scores = logits / temperature  # (batch, vocab)
     if top_k is not None:
         scores = scores.masked_fill(scores < scores.topk(top_k, dim=-1).values[:, -1:], -math.inf)
-    return torch.multinomial(scores.softmax(dim=-1), 1, generator=generator)[:, 0]  # (batch,)
+    if top_p is not None:
+        ordered, order = scores.softmax(dim=-1).sort(dim=-1, descending=True)  # (batch, vocab) each
+        held_above = ordered.cumsum(dim=-1) - ordered  # what the more probable tokens hold
+        dropped = torch.zeros_like(held_above, dtype=torch.bool).scatter(-1, order, held_above >= top_p)
+        scores = scores.masked_fill(dropped, -math.inf)
+    return scores.softmax(dim=-1)
+
+
+def _draw(
+    logits: torch.Tensor, generator, *, temperature: float, top_k: int | None = None, top_p: float | None = None
+) -> torch.Tensor:
+    """The token the uncached model gives: the argmax for temperature 0, otherwise the same torch.multinomial draw
+    from the closed form of temperature, top-k and top-p."""
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    probabilities = _next_token_distribution(logits, temperature=temperature, top_k=top_k, top_p=top_p)
+    return torch.multinomial(probabilities, 1, generator=generator)[:, 0]  # (batch,)
+
+
+def _diagnose_draws(drawn: torch.Tensor, logits: torch.Tensor, seed: int, options: dict, call: str) -> None:
+    """Name draws (batch, steps) that are, every one of them, what sampling with one of the options left out (or
+    the temperature left at 1) gives from the same generator, on the logits (batch, steps, vocab) of every step."""
+    if options["temperature"] == 0:
+        return
+    filters = {name: value for name, value in options.items() if name in ("top_k", "top_p")}
+    variants = {f"without {name}={value}": {**options, name: None} for name, value in filters.items()}
+    if len(filters) > 1:
+        variants[f"without {' and '.join(f'{name}={value}' for name, value in filters.items())}"] = {
+            **options,
+            **dict.fromkeys(filters),
+        }
+    if options["temperature"] != 1.0:
+        variants[f"at temperature 1, not {options['temperature']}"] = {**options, "temperature": 1.0}
+    matched = []  # several can: where the filters left out keep the tokens drawn anyway, they draw alike
+    for drawn_how, variant in variants.items():
+        replay = torch.Generator().manual_seed(seed + 11)
+        try:
+            replayed = torch.stack([_draw(logits[:, step], replay, **variant) for step in range(drawn.shape[1])], 1)
+        except NotRecorded:  # a student release holds no result for this case: nothing more to say
+            return
+        if torch.equal(replayed, drawn):
+            matched.append(drawn_how)
+    if matched:
+        raise CheckFailed(
+            f"{call}: every token is the one drawn {', and also the one drawn '.join(matched)}, from the same "
+            "generator: pass temperature, top_k and top_p on to next_token_probabilities, all three, at every step."
+        )
 
 
 # Exercise 5 ---------------------------------------------------------------------------------------------
@@ -563,8 +943,8 @@ def _masks(seed: int, n_q: int, n_k: int) -> dict[str, torch.Tensor]:
 @learner_facing
 def check_blockwise_attention(blockwise_attention, seed: int = 0) -> None:
     """Compare with F.scaled_dot_product_attention: keys that fill whole blocks and keys that end in a partial
-    block, causal and padding masks, a query with no visible key (zeros), the gradients; then prove that no
-    tensor of n_q × n_k scores was created."""
+    block, causal and padding masks, a query with no visible key (zeros), the gradients; then prove that no tensor
+    larger than one block of scores was created, nor any of the scores of a query against every key."""
     block = 8
     n_k = 4 * block + 3 + seed  # the last block is partial
     for n_q in (5, n_k):
@@ -577,7 +957,7 @@ def check_blockwise_attention(blockwise_attention, seed: int = 0) -> None:
     _check_large_scores(blockwise_attention, seed, block)
     _check_gradients(blockwise_attention, seed, block)
     _check_no_square_matrix(blockwise_attention, seed)
-    passed("blockwise_attention", "equals PyTorch's attention and its gradients, and never builds the n × n scores")
+    passed("blockwise_attention", "equals PyTorch's attention and its gradients, holding one block of scores at a time")
 
 
 def _run(blockwise_attention, q, k, v, block: int, *, mask, is_causal: bool, call: str) -> torch.Tensor:
@@ -596,10 +976,23 @@ def _check_outputs(blockwise_attention, q, k, v, block: int, what: str, *, mask,
     call = (
         f"blockwise_attention(q, k, v, ..., block_size={block}) with {q.shape[-2]} queries, {k.shape[-2]} keys, {what}"
     )
-    out = _run(blockwise_attention, q, k, v, block, mask=mask, is_causal=is_causal, call=call)
+    try:
+        out = _run(blockwise_attention, q, k, v, block, mask=mask, is_causal=is_causal, call=call)
+    except CheckFailed as failure:
+        if failure.__cause__ is not None and not isinstance(failure, NotImplementedYet):  # the learner's code raised
+            _diagnose_crash_of_blocks(blockwise_attention, q, k, v, block, failure, mask=mask, is_causal=is_causal)
+        raise
     expected = _oracle(q, k, v, mask=mask, is_causal=is_causal)
     if matches(out, expected):
         return
+    if out.isnan().any() and mask is None and not is_causal:
+        everywhere = "at every query" if out.isnan().all() else "at some queries"
+        raise CheckFailed(
+            f"{call} gives nan {everywhere}, without any mask, so no key is hidden: a nan comes from inf - inf, "
+            "0 × inf or inf / inf. At the first block the running maximum m is -inf, and the rescaling factor "
+            "exp(m - m') must be 0 there (nothing was summed yet): look at its sign, exp(m - m'), not exp(m' - m), "
+            "which is inf, and 0 × inf is nan; then at what you subtract before exp() and divide by at the end."
+        )
     if out.isnan().any():
         raise CheckFailed(
             f"{call} gives nan, at queries whose first blocks of keys are all hidden or that see no key at all: "
@@ -608,6 +1001,79 @@ def _check_outputs(blockwise_attention, q, k, v, block: int, what: str, *, mask,
         )
     _diagnose_outputs(blockwise_attention, q, k, v, block, out, mask=mask, is_causal=is_causal, call=call)
     expect_close(out, expected, f"{call}, compared with F.scaled_dot_product_attention")
+
+
+def _diagnose_crash_of_blocks(blockwise_attention, q, k, v, block: int, failure: CheckFailed, *, mask, is_causal: bool):
+    """Name a crash from two more calls: one head's q, k and v as matrices, and every key in one block."""
+
+    def right(*inputs, mask, block_size: int) -> bool:
+        try:
+            out = blockwise_attention(*inputs, mask=mask, is_causal=is_causal, block_size=block_size)
+        except Exception:  # the learner's code raised again: this call tells nothing
+            return False
+        return matches(out, _oracle(*inputs, mask=mask, is_causal=is_causal))
+
+    first_head = (0,) * (q.ndim - 2)
+    head_mask = mask if mask is None or mask.ndim <= 2 else mask[(0,) * (mask.ndim - 2)]
+    _diagnose_dropped_axis(blockwise_attention, q[first_head], k[first_head], v[first_head], block, failure)
+    with contextlib.suppress(NotRecorded):  # a student release holds no result for these calls: nothing to add
+        if is_causal:
+            _diagnose_transposed_causal_mask(blockwise_attention, q, k, v, failure)
+        if right(q[first_head], k[first_head], v[first_head], mask=head_mask, block_size=block):
+            raise CheckFailed(
+                f"{failure}\nThe same call on one head's q, k and v, as matrices (n, d), gives the right result: "
+                "something in it works on 2-D tensors only. For (..., n, d) tensors transpose the last two axes "
+                "(.transpose(-2, -1) or .mT): .T reverses every axis of a 4-D tensor, and .t() and torch.mm take "
+                "2-D tensors only."
+            ) from failure.__cause__
+        if right(q, k, v, mask=mask, block_size=k.shape[-2]):
+            about_the_mask = (
+                " The mask broadcasts to (..., n_q, n_k), and only its last axis runs over the keys: a block of keys "
+                "takes that axis's slice from the block's start to its end, and the other axes whole (even those of "
+                "size 1)."
+                if mask is not None
+                else ""
+            )
+            raise CheckFailed(
+                f"{failure}\nWith every key in one block (block_size={k.shape[-2]}) the call gives the right result; "
+                f"with blocks of {block} it crashes: look at what is sliced per block.{about_the_mask}"
+            ) from failure.__cause__
+
+
+def _diagnose_dropped_axis(blockwise_attention, q, k, v, block: int, failure: CheckFailed) -> None:
+    """Name a crash of a running sum that lost its last axis, from a call on one head's q (n_q, d_k), k (n_k, d_k)
+    and values of one feature, v (n_k, 1): there a (n_q,) sum broadcasts against the (n_q, 1) running quantities
+    instead of failing, and the result comes out (n_q, n_q), not (n_q, 1)."""
+    n_q = q.shape[-2]
+    try:
+        out = blockwise_attention(q, k, v[..., :1], mask=None, is_causal=False, block_size=block)
+    except Exception:  # the learner's code raised again: this call tells nothing
+        return
+    if isinstance(out, torch.Tensor) and n_q > 1 and tuple(out.shape) == (n_q, n_q):
+        raise CheckFailed(
+            f"{failure}\nA sum over a block's keys lost its key axis: weights.sum(dim=-1) is (..., n_q), and added "
+            "to the running sum, (..., n_q, 1), it broadcasts to (..., n_q, n_q) or does not fit at all. Keep the "
+            "axis (keepdim=True), so that the sum stays (..., n_q, 1), as the running maximum and the running sum are. "
+            f"(Called with one head's q and k as matrices and values of one feature, (n_k, 1), it returned "
+            f"{shape_of(out)}, where ({n_q}, 1) was expected.)"
+        ) from failure.__cause__
+
+
+def _diagnose_transposed_causal_mask(blockwise_attention, q, k, v, failure: CheckFailed) -> None:
+    """Name a causal mask built (block, n_q), keys down the rows: it crashes on blocks narrower than n_q, and in one
+    square block it lets each query see itself and the keys after it."""
+    n = k.shape[-2]
+    try:
+        out = blockwise_attention(q, k, v, mask=None, is_causal=True, block_size=n)
+    except Exception:  # the learner's code raised again: this call tells nothing
+        return
+    later_or_same = torch.arange(n) >= torch.arange(q.shape[-2])[:, None]  # (n_q, n_k): key position >= query's
+    if _matches_at_seeing_queries(out, pytorch_attention(q, k, v, mask=later_or_same, scale=None)[0], later_or_same):
+        raise CheckFailed(
+            f"{failure}\nWith every key in one block (block_size={n}) the call runs, and each query sees itself "
+            "and the keys after it: the causal mask is transposed, (block, n_q). It must be (n_q, block), as the "
+            "block's scores are: the queries down the rows, the block's keys along the last axis."
+        ) from failure.__cause__
 
 
 def _diagnose_outputs(blockwise_attention, q, k, v, block: int, out, *, mask, is_causal: bool, call: str) -> None:
@@ -649,7 +1115,7 @@ def _diagnose_outputs(blockwise_attention, q, k, v, block: int, out, *, mask, is
         d_k, d_v = q.shape[-1], v.shape[-1]
         scales = {
             f"√d_v = √{d_v}, the size of a value vector": 1 / math.sqrt(d_v),
-            f"the number of keys, √n_k = √{n_k}": 1 / math.sqrt(n_k),
+            f"√n_k = √{n_k}, the square root of the number of keys (or of a block's keys)": 1 / math.sqrt(n_k),
             "nothing: the scores are not scaled at all": 1.0,
         }
         for divided_by, scale in scales.items():
@@ -754,17 +1220,36 @@ def _check_no_square_matrix(blockwise_attention, seed: int) -> None:
         _, allocations = allocations_of(
             call_learner, blockwise_attention, q, k, v, is_causal=True, block_size=block, call=call
         )
-    most = 2 * 3 * n * max(block, v.shape[-1])  # one block of scores for every query, or the outputs
-    too_large = [shape for shape in allocations.shapes if math.prod(shape) > most or shape[-2:] == (n, n)]
-    if too_large:
-        square = [shape for shape in too_large if shape[-2:] == (n, n)]
-        shown = shape_of(square[0] if square else too_large[0])
-        raise CheckFailed(
-            f"{call} created a tensor of shape {shown}"
-            + (
-                f": that is at least the n × n = {n}×{n} matrix it must never build. Build the scores and the mask "
-                "one block of keys at a time: (..., n_q, block_size)."
-                if square
-                else f", more than one block of scores, (..., {n}, {block}): use block_size for the blocks."
+    scores = 2 * 3 * n * block  # one block of scores for every query, (2, 3, n, block)
+    most = max(scores, 2 * 3 * n * v.shape[-1], q.numel(), k.numel(), v.numel())  # or the output, or an input
+    largest_input = max(q.numel(), k.numel(), v.numel())
+    shapes = [tuple(shape) for shape in allocations.shapes]
+    for shape in shapes:
+        if shape[-2:] == (n, n):
+            raise CheckFailed(
+                f"{call} created a tensor of shape {shape_of(shape)}: that is at least the n × n = {n}×{n} matrix it "
+                "must never build. Build the scores and the mask one block of keys at a time: (..., n_q, block_size)."
             )
+    for shape in shapes:
+        if len(shape) >= 2 and shape[-1] == n and shape[-2] > 1 and math.prod(shape) > largest_input:
+            raise CheckFailed(
+                f"{call} created a tensor of shape {shape_of(shape)}: scores of a block of queries against every key. "
+                "Go through the keys in blocks of block_size, with the online softmax of section 7, so that no "
+                "query's scores against all the keys exist at once."
+            )
+    too_large = [shape for shape in shapes if math.prod(shape) > most]
+    if not too_large:
+        return
+    shape = max(too_large, key=math.prod)
+    times = f"{math.prod(shape) / scores:.3g} times one block of scores, (..., {n}, {block})"
+    if len(shape) >= 2 and shape[-2] == n and shape[-1] % block == 0:
+        why = f"blocks of {shape[-1]} keys, where block_size={block}: use block_size for the blocks."
+    elif math.prod(shape) == scores * q.shape[-1] and {n, block, q.shape[-1]} <= set(shape):
+        why = (
+            f"the product of every query with every key of a block, feature by feature ({n} × {block} × "
+            f"{q.shape[-1]} per head), before they are summed: compute a block's scores with a matrix product (@ or "
+            "torch.einsum), which adds up the products over the features without keeping them all."
         )
+    else:
+        why = "hold nothing larger than one block of scores, the output or an input at a time."
+    raise CheckFailed(f"{call} created a tensor of shape {shape_of(shape)}, {times}: {why}")

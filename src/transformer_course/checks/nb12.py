@@ -33,6 +33,7 @@ from . import (  # noqa: E402
     call_learner,
     earlier_exercises_replaced,
     expect_close,
+    expect_differentiable,
     expect_tensor,
     learner_facing,
     matches,
@@ -82,16 +83,26 @@ def check_rmsnorm(RMSNorm: type, seed: int = 0) -> None:  # noqa: N803 (a class)
         call = f"RMSNorm({d_model}, eps={eps})"
         norm = built_with_seed(RMSNorm, d_model, eps=eps, seed=seed, call=call)
         weight = _gain(norm, d_model, call)
+        _expect_ones(weight, call)
         with torch.no_grad():
             weight.copy_(1 + 0.5 * seeded_randn(d_model, seed=seed))
         oracle = LlamaRMSNorm(d_model, eps=eps)
         oracle.weight.data.copy_(weight.detach())
         x = 3 * seeded_randn(2, 5, d_model, seed=seed + 1) + 1  # (2, 5, d_model): a mean far from zero
-        out = call_learner(norm, x, call=f"{call}(x)")
+        try:
+            out = call_learner(norm, x, call=f"{call}(x)")
+        except CheckFailed as failure:
+            if isinstance(failure.__cause__, RuntimeError) and _without_keepdim_fails(x, weight.detach(), eps):
+                raise CheckFailed(
+                    f"{failure}\nThe mean of the squares over the last axis is {shape_of(x.shape[:-1])} without "
+                    f"keepdim=True, so it cannot divide x {shape_of(x)}: keep that axis with size 1, "
+                    f"{shape_of((*x.shape[:-1], 1))}, so that it divides every feature of its own vector."
+                ) from failure.__cause__
+            raise
         expect_tensor(out, f"{call}(x)", x.shape, x.dtype)
         expected = oracle(x)
         if not matches(out, expected):
-            _diagnose_rmsnorm(out, x, weight.detach(), eps, call)
+            _diagnose_rmsnorm(norm, out, x, weight.detach(), eps, call)
             expect_close(out, expected, f"{call}(x), compared with transformers' LlamaRMSNorm")
     passed("RMSNorm", "equals LlamaRMSNorm: x / √(mean(x²) + ε) times the gain")
 
@@ -108,7 +119,30 @@ def _gain(norm: nn.Module, d_model: int, call: str) -> nn.Parameter:
     return weight
 
 
-def _diagnose_rmsnorm(out, x: torch.Tensor, weight: torch.Tensor, eps: float, call: str) -> None:
+def _expect_ones(weight: nn.Parameter, call: str) -> None:
+    if not torch.equal(weight.detach(), torch.ones_like(weight)):
+        raise CheckFailed(
+            f"{call} starts its gain self.weight at {_first_values(weight)}, not at ones: a new RMSNorm must only "
+            "rescale each vector to a root mean square of 1, and training moves the gain from there. Create it "
+            "with torch.ones(d_model)."
+        )
+
+
+def _first_values(weight: torch.Tensor) -> str:
+    values = ", ".join(f"{value:.3g}" for value in weight.detach().flatten()[:3].tolist())
+    return f"[{values}, ...]"
+
+
+def _without_keepdim_fails(x: torch.Tensor, weight: torch.Tensor, eps: float) -> bool:
+    """Whether the forward written without keepdim=True raises as well (the mean's shape cannot broadcast)."""
+    try:
+        x * torch.rsqrt(x.pow(2).mean(dim=-1) + eps) * weight
+    except RuntimeError:
+        return True
+    return False
+
+
+def _diagnose_rmsnorm(norm: nn.Module, out, x: torch.Tensor, weight: torch.Tensor, eps: float, call: str) -> None:
     centred = x - x.mean(dim=-1, keepdim=True)
     mistakes = {
         "subtracts the mean first, as layer norm does: RMSNorm divides x itself by its root mean square, without "
@@ -117,19 +151,57 @@ def _diagnose_rmsnorm(out, x: torch.Tensor, weight: torch.Tensor, eps: float, ca
         / (x.pow(2).mean(-1, keepdim=True).sqrt() + eps)
         * weight,
         "leaves out the gain self.weight: multiply the normalised x by it": F.rms_norm(x, (x.shape[-1],), eps=eps),
+        "divides by the mean of the squares plus ε without taking its square root: RMSNorm divides by the ROOT "
+        "mean square, √(mean(x²) + ε) (torch.sqrt, or multiply by torch.rsqrt)": x
+        / (x.pow(2).mean(-1, keepdim=True) + eps)
+        * weight,
         "divides by the root of the SUM of squares over the features; take their mean": x
         / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps)
         * weight,
+        "multiplies by the gain before normalising: the root mean square is then that of x·g, so the gain changes "
+        "what each vector is divided by. Divide x by its own root mean square, then multiply by self.weight": (
+            (x * weight) * torch.rsqrt((x * weight).pow(2).mean(-1, keepdim=True) + eps)
+        ),
     }
     for mistake, result in mistakes.items():
         if matches(out, result):
             raise CheckFailed(f"{call}(x) {mistake}.")
-    for fixed in (1e-6, 1e-5, 1e-8, 0.0):
-        if fixed != eps and matches(out, x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + fixed) * weight):
+    mean_absolute = x.abs().mean(-1, keepdim=True)  # (..., 1)
+    for result in (x / (mean_absolute + eps), x / torch.sqrt(mean_absolute**2 + eps)):  # ε outside or inside
+        if matches(out, result * weight):
             raise CheckFailed(
-                f"{call}(x) uses ε = {fixed:g} whatever eps it was given: keep the eps passed to __init__ (on self) "
-                "and use it in forward."
+                f"{call}(x) divides by the mean of |x|, the features' mean absolute value: RMSNorm divides by their "
+                "ROOT MEAN SQUARE, √(mean(x²) + ε): square the features, average the squares, then take the root."
             )
+    fixed_eps = (1e-5, 1e-6, 1e-8, 0.0)
+    if any(matches(out, x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + fixed) * weight) for fixed in fixed_eps):
+        _name_fixed_eps(norm, weight, fixed_eps, call)
+    _other_means(out, x, weight, eps, call)
+
+
+def _name_fixed_eps(norm: nn.Module, weight: torch.Tensor, fixed_eps: tuple, call: str) -> None:
+    """The norm ignores the eps it was given. On the check's inputs, whose mean square is large, the small ε
+    values all give the same numbers; on an input of size 1e-4 (mean square about 1e-8) they differ."""
+    tiny = 1e-4 * seeded_randn(2, weight.shape[0], seed=7)  # (2, d_model)
+    small = call_learner(norm, tiny, call=f"{call}(x) with x of size 1e-4")
+    for fixed in fixed_eps:
+        if matches(small, tiny * torch.rsqrt(tiny.pow(2).mean(-1, keepdim=True) + fixed) * weight):
+            if fixed == 0.0:
+                raise CheckFailed(
+                    f"{call}(x) leaves ε out: divide by √(mean(x²) + ε), with the eps given to __init__ (kept on "
+                    "self), so that a vector of zeros does not divide by zero."
+                )
+            raise CheckFailed(
+                f"{call}(x) uses ε = {fixed:g} whatever eps it was given: keep the eps passed to __init__ (on "
+                "self) and use it in forward."
+            )
+    raise CheckFailed(
+        f"{call}(x) seems to use a fixed ε, not the eps it was given: keep the eps passed to __init__ (on self) "
+        "and use it in forward."
+    )
+
+
+def _other_means(out, x: torch.Tensor, weight: torch.Tensor, eps: float, call: str) -> None:
     for dim, axis in ((1, "the sequence, dim 1"), (0, "the batch, dim 0"), (None, "every number of x at once")):
         mean_square = x.pow(2).mean() if dim is None else x.pow(2).mean(dim, keepdim=True)
         if matches(out, x * torch.rsqrt(mean_square + eps) * weight):
@@ -175,12 +247,16 @@ def check_apply_rope(apply_rope, seed: int = 0) -> None:
             _diagnose_rope(apply_rope, out, q, positions, base, call)
             expect_close(out, expected, f"{call}, compared with transformers' Llama rotary embedding")
     _check_relative(apply_rope, seed)
+    q = seeded_randn(1, 2, 4, 8, seed=seed + 4).requires_grad_()  # (batch, heads, seq, d_head)
+    call = f"apply_rope(q, positions) with q {tuple(q.shape)} that requires grad"
+    expect_differentiable(call_learner(apply_rope, q, torch.arange(4), call=call), call, source=q)
     passed("apply_rope", "rotates as Llama does, and a score depends only on the distance between the positions")
 
 
-def _angles(positions: torch.Tensor, d_head: int, base: float, *, exponent_step: float) -> torch.Tensor:
-    """(seq, d_head / 2): the angle of each position and frequency, θ_i = base^(-exponent_step·i / d)."""
-    frequencies = base ** (-exponent_step * torch.arange(d_head // 2) / d_head)
+def _angles(positions: torch.Tensor, d_head: int, base: float, *, exponent_step: float, first: int = 0) -> torch.Tensor:
+    """(seq, d_head / 2): the angle of each position and frequency, θ_i = base^(-exponent_step·i / d), with i
+    counted from ``first``."""
+    frequencies = base ** (-exponent_step * torch.arange(first, first + d_head // 2) / d_head)
     return positions[:, None].to(torch.float32) * frequencies
 
 
@@ -243,6 +319,17 @@ def _diagnose_rope(apply_rope, out, q, positions, base: float, call: str) -> Non
         "rotates the other way: the first half becomes x₁ cos θ - x₂ sin θ, the second x₁ sin θ + x₂ cos θ": (
             _rotated_pairs(q, -right, adjacent=False)
         ),
+        "uses the frequencies base^(+2i/d), which grow with i: θ_i = base^(-2i/d) has a minus sign in the "
+        "exponent, so that the first pair turns by one radian per position and the others more and more "
+        "slowly": _rotated_pairs(q, _angles(positions, d_head, base, exponent_step=-2.0), adjacent=False),
+        "counts the pairs from i = 1 to d/2: they run from i = 0 to d/2 - 1, so that θ_0 = 1 (the first pair "
+        "turns by one radian per position)": _rotated_pairs(
+            q, _angles(positions, d_head, base, exponent_step=2.0, first=1), adjacent=False
+        ),
+        "gives the second half the wrong sign: it is x₁ sin mθ + x₂ cos mθ (the first half x₁ cos mθ - x₂ sin mθ), "
+        "so that each pair turns as a rotation and keeps its length": torch.cat(
+            [first * cos - second * sin, first * sin - second * cos], -1
+        ),
         "uses the frequencies base^(-i/d); they are θ_i = base^(-2i/d) for i = 0 .. d/2 - 1": _rotated_pairs(
             q, _angles(positions, d_head, base, exponent_step=1.0), adjacent=False
         ),
@@ -252,10 +339,68 @@ def _diagnose_rope(apply_rope, out, q, positions, base: float, call: str) -> Non
         "ignores base: use it for the frequencies, θ_i = base^(-2i/d)": _rotated_pairs(
             q, _angles(positions, d_head, 10000.0, exponent_step=2.0), adjacent=False
         ),
+        "turns only the first half of the features, as a rotary embedding of size d/2 (as GPT-NeoX's rotary_pct "
+        "or a partial rotary factor does), and leaves the second half as it is. Here RoPE turns the whole head: "
+        "pair i is features i and i + d/2, for i = 0 .. d/2 - 1": torch.cat(
+            [_rotated_pairs(first, _angles(positions, d_head // 2, base, exponent_step=2.0), adjacent=False), second],
+            dim=-1,
+        ),
     }
     for mistake, result in mistakes.items():
         if matches(out, result):
             raise CheckFailed(f"{call} {mistake}.")
+    _diagnose_angles(out, q, positions, right, call)
+
+
+def _diagnose_angles(out, q: torch.Tensor, positions: torch.Tensor, right: torch.Tensor, call: str) -> None:
+    """If every pair (i, i + d/2) is turned, at each position, by one angle the same in every batch and head, but
+    not by m·θ_i, say at which position and pair the angle is off and by how much."""
+    if not (isinstance(out, torch.Tensor) and out.shape == q.shape):
+        return
+    (x1, x2), (y1, y2) = q.chunk(2, dim=-1), out.detach().float().chunk(2, dim=-1)
+    if not torch.allclose(x1**2 + x2**2, y1**2 + y2**2, atol=1e-4):
+        return  # not a rotation of the pairs
+    turned = torch.atan2(x1 * y2 - x2 * y1, x1 * y1 + x2 * y2)  # (..., seq, d/2): the angle of each pair
+    if not torch.allclose(turned, turned[:1, :1].expand_as(turned), atol=1e-4):
+        return  # not one angle per position and pair
+    off = torch.remainder(turned[0, 0] - right + torch.pi, 2 * torch.pi) - torch.pi  # (seq, d/2), in (-π, π]
+    _name_still_pairs(turned[0, 0], off, call)
+    row, pair = (int(i) for i in torch.unravel_index(off.abs().argmax(), off.shape))
+    expected = torch.remainder(right[row, pair] + torch.pi, 2 * torch.pi) - torch.pi
+    raise CheckFailed(
+        f"{call} turns each pair (i, i + d/2) as a rotation, but by other angles than m·θ_i: pair {pair} at "
+        f"position m = {positions[row].item()} turns by {turned[0, 0, row, pair].item():.4g} radians where it should "
+        f"turn by m·θ_{pair} = {expected.item():.4g} (both modulo 2π). Check the frequencies θ_i = base^(-2i/d) for "
+        "i = 0 .. d/2 - 1: 1 for the first pair, falling towards 1/base."
+    )
+
+
+def _name_still_pairs(turned: torch.Tensor, off: torch.Tensor, call: str) -> None:
+    """Fail if some pairs turn by m·θ_i and the others not at all (``turned`` and ``off``: (seq, d/2) angles)."""
+    still = torch.isclose(turned, torch.zeros_like(turned), atol=1e-4).all(dim=0)  # (d/2,): pairs left as they are
+    right = torch.isclose(off, torch.zeros_like(off), atol=1e-4).all(dim=0) & ~still  # (d/2,): turned by m·θ_i
+    if not (still | right).all() or not still.any():
+        return
+    if not right.any() or still.all():
+        raise CheckFailed(f"{call} returns x as it is: every pair i turns, by m·θ_i at position m.")
+    names = _pair_ranges(still.nonzero().flatten().tolist())
+    raise CheckFailed(
+        f"{call} turns {_pair_ranges(right.nonzero().flatten().tolist())} by m·θ_i but leaves {names} as they are: "
+        f"all d/2 pairs turn, pair i (features i and i + d/2) by m·θ_i with θ_i = base^(-2i/d) for i = 0 .. d/2 - 1, "
+        "so θ has d/2 entries, one per pair."
+    )
+
+
+def _pair_ranges(pairs: list[int]) -> str:
+    """[0, 1, 3] as "pairs 0 to 1 and pair 3"."""
+    runs = []
+    for pair in pairs:
+        if runs and pair == runs[-1][1] + 1:
+            runs[-1][1] = pair
+        else:
+            runs.append([pair, pair])
+    words = [f"pair {a}" if a == b else f"pairs {a} to {b}" for a, b in runs]
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
 
 
 def _check_relative(apply_rope, seed: int) -> None:
@@ -322,13 +467,23 @@ def _diagnose_swiglu(out, x: torch.Tensor, weights: dict, call: str) -> None:
         "z·σ(z), the sigmoid times its own input": torch.sigmoid(x @ gate.T) * (x @ up.T),
         "uses GELU; SwiGLU's gate goes through SiLU (x·sigmoid(x), F.silu)": F.gelu(x @ gate.T) * (x @ up.T),
         "uses ReLU; SwiGLU's gate goes through SiLU (x·sigmoid(x), F.silu)": F.relu(x @ gate.T) * (x @ up.T),
+        "uses hardswish (F.hardswish), MobileNetV3's piecewise approximation of swish; SwiGLU's gate is SiLU "
+        "itself, z·σ(z) (F.silu, which PyTorch's documentation also calls swish)": F.hardswish(x @ gate.T) * (x @ up.T),
         "adds the two branches; SwiGLU multiplies them, element by element": F.silu(x @ gate.T) + (x @ up.T),
         "applies SiLU to the product of the two branches: only the gate goes through SiLU, and its result "
         "multiplies up_proj(x), silu(gate_proj(x)) * up_proj(x)": F.silu((x @ gate.T) * (x @ up.T)),
+        "applies SiLU to both branches: only the gate goes through SiLU; up_proj(x) multiplies it as it is, "
+        "silu(gate_proj(x)) * up_proj(x)": F.silu(x @ gate.T) * F.silu(x @ up.T),
     }
     for mistake, hidden in mistakes.items():
         if matches(out, hidden @ down.T):
             raise CheckFailed(f"{call}(x) {mistake}.")
+    for inside, where in ((F.silu(x @ gate.T) * (x @ up.T), ""), ((x @ gate.T) * (x @ up.T), " instead")):
+        if matches(out, F.silu(inside @ down.T)):
+            raise CheckFailed(
+                f"{call}(x) applies SiLU to the output of down_proj{where}: SiLU gates gate_proj(x) inside the "
+                "network, and down_proj's output is returned as it is, down_proj(silu(gate_proj(x)) * up_proj(x))."
+            )
 
 
 # Exercise 4 ---------------------------------------------------------------------------------------------
@@ -343,17 +498,20 @@ def _gqa_inputs(seed: int, heads: int, kv_heads: int, seq: int = 7, d_head: int 
 
 @learner_facing
 def check_grouped_query_attention(grouped_query_attention, seed: int = 0) -> None:
-    """Compare with F.scaled_dot_product_attention(enable_gqa=True) for several groupings, with and without a
-    causal mask; with one key head per query head it must be multi-head attention, with one key head for all
-    multi-query attention."""
+    """Compare with F.scaled_dot_product_attention(enable_gqa=True) for several groupings, without a mask, with a
+    causal one and with one that is not causal (the function must use the mask it is given); with one key head per
+    query head it must be multi-head attention, with one key head for all multi-query attention."""
     causal = torch.ones(7, 7, dtype=torch.bool).tril()
+    scattered = (seeded_randn(7, 7, seed=seed + 20) > 0) | torch.eye(7, dtype=torch.bool)  # each query sees itself
+    masks = {
+        "": None,
+        ", mask=causal": causal,
+        ", mask=scattered (True at random places and on the diagonal)": scattered,
+    }
     for heads, kv_heads in ((4, 2), (6, 3), (4, 4), (4, 1), (8, 2)):
         q, k, v = _gqa_inputs(seed + heads + kv_heads, heads, kv_heads)
-        for mask in (None, causal):
-            call = (
-                f"grouped_query_attention(q, k, v{', mask=causal' if mask is not None else ''}) with {heads} query "
-                f"heads and {kv_heads} key/value heads"
-            )
+        for which, mask in masks.items():
+            call = f"grouped_query_attention(q, k, v{which}) with {heads} query heads and {kv_heads} key/value heads"
             try:
                 out = call_learner(grouped_query_attention, q, k, v, mask=mask, call=call)
             except CheckFailed as failure:
@@ -392,9 +550,48 @@ def _gqa_oracle(q, k, v, mask) -> tuple[torch.Tensor, str]:
 
 def _diagnose_gqa(out, q, k, v, mask, heads: int, kv_heads: int, call: str) -> None:
     groups = heads // kv_heads
-    unscaled = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0, enable_gqa=True)
-    if matches(out, unscaled):
-        raise CheckFailed(f"{call} leaves the scores unscaled: divide them by √d_head, the size of a head's query.")
+    d_head = q.shape[-1]
+    seq = q.shape[-2]
+    scalings = {
+        1.0: "leaves the scores unscaled",
+        1 / d_head: f"divides the scores by d_head = {d_head}",
+        seq**-0.5: f"divides the scores by √seq = √{seq}, the root of the number of positions",
+    }
+    for scale, mistake in scalings.items():
+        if matches(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=True)):
+            raise CheckFailed(f"{call} {mistake}: divide them by √d_head, the root of the size of a head's query.")
+    if matches(out, F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)):
+        if mask is None:
+            raise CheckFailed(
+                f"{call} hides the later keys although it was given no mask (is_causal=True, or a causal mask of its "
+                "own): with mask=None every query attends to every key. Use the mask it is given, as attn_mask; the "
+                "block will pass its causal mask in."
+            )
+        raise CheckFailed(
+            f"{call} hides the later keys instead of the mask it was given (is_causal=True, or a causal mask of its "
+            "own): hide exactly the keys where the given mask is False, whatever the mask (attn_mask=mask)."
+        )
+    if mask is not None and matches(out, F.scaled_dot_product_attention(q, k, v, enable_gqa=True)):
+        raise CheckFailed(
+            f"{call} ignores the mask: every query attends to every key. Hide the scores where the mask is False "
+            "(masked_fill with -inf), or give the mask to F.scaled_dot_product_attention as attn_mask."
+        )
+    repeated = (t.repeat_interleave(groups, dim=1) for t in (k, v))
+    k_all, v_all = repeated  # (batch, heads, seq, d_head) each
+    scores = q @ k_all.transpose(-2, -1) / d_head**0.5  # (batch, heads, seq, seq)
+    if mask is not None:
+        zeroed = scores.masked_fill(~mask, 0.0).softmax(dim=-1) @ v_all
+        if matches(out, zeroed):
+            raise CheckFailed(
+                f"{call} sets the hidden scores to 0: after the softmax a score of 0 still gets weight e⁰ = 1, as "
+                "much as any other. Fill them with -inf (float('-inf')), whose weight is e^-∞ = 0."
+            )
+        scores = scores.masked_fill(~mask, float("-inf"))
+    if matches(out, scores.softmax(dim=-2) @ v_all):
+        raise CheckFailed(
+            f"{call} takes the softmax over the queries (dim=-2): each query's weights over the keys must add up to "
+            "1, so the softmax runs over the keys, the last axis (dim=-1)."
+        )
     if mask is not None:
         seeing = (~mask).any(dim=-1)  # (seq,): the queries that see some key under the inverted mask
         inverted = F.scaled_dot_product_attention(q, k, v, attn_mask=~mask, enable_gqa=True)
@@ -465,13 +662,69 @@ def _check_block_case(ModernBlock, seed: int, d_model, heads, kv_heads, d_hidden
     expect_separate_norms(block, ("input_layernorm", "post_attention_layernorm"), call, kind="RMSNorm")
     x = seeded_randn(2, 9, d_model, seed=seed)  # (batch, seq, d_model)
     with torch.no_grad():
-        out = call_learner(block, x, call=f"{call}(x)")
+        try:
+            out = call_learner(block, x, call=f"{call}(x)")
+        except CheckFailed as failure:
+            if isinstance(failure.__cause__, RuntimeError):
+                _diagnose_crash(ModernBlock, failure, seed, d_model, heads, d_hidden, base, eps)
+                if kv_heads != heads:
+                    _diagnose_kv_heads(ModernBlock, failure, seed, d_model, heads, kv_heads, d_hidden, base, eps)
+            raise
         expect_tensor(out, f"{call}(x)", x.shape, x.dtype)
         expected = _run_llama(oracle, config, x)
         if not matches(out, expected):
             _diagnose_eps(block, x, out, call, llama_config(d_model, heads, kv_heads, d_hidden, eps=1e-6, base=base))
             _diagnose_block(block, x, out, call, heads=heads, kv_heads=kv_heads, base=base)
             expect_close(out, expected, f"{call}(x), compared with transformers' LlamaDecoderLayer", atol=1e-4)
+    x = x[:1, :4].clone().requires_grad_()  # (1, 4, d_model)
+    call = f"{call}(x) with x {shape_of(x)} that requires grad"
+    expect_differentiable(call_learner(block, x, call=call), call, source=x)
+
+
+def _diagnose_crash(ModernBlock, failure: CheckFailed, seed: int, d_model, heads, d_hidden, base, eps) -> None:  # noqa: N803
+    """The block raised. A block that turns q and k while they are still (batch, seq, heads, d_head) crashes when
+    seq differs from the heads (apply_rope's angles run along the positions); with as many positions and key/value
+    heads as query heads it runs, and shows it."""
+    call = f"ModernBlock({d_model}, {heads}, {heads}, {d_hidden}, eps={eps}, base={base})"
+    block = perturbed(
+        built_with_seed(ModernBlock, d_model, heads, heads, d_hidden, eps=eps, base=base, seed=seed, call=call), seed
+    )
+    x = seeded_randn(2, heads, d_model, seed=seed)  # (batch, seq = heads, d_model)
+    try:
+        out = call_learner(block, x, call=f"{call}(x)")
+    except CheckFailed:
+        return
+    if matches(out, _block_variant(block, x, heads=heads, kv_heads=heads, base=base, rope_on_seq_heads=True)):
+        raise CheckFailed(
+            f"{failure}\nThe block applies apply_rope to q and k while they are (batch, seq, heads, d_head), before "
+            "moving the heads in front of the positions: apply_rope expects (..., seq, d_head), the positions on "
+            "the second-to-last axis. Move the heads before seq first (transpose(1, 2)), then apply_rope."
+        ) from failure.__cause__
+
+
+def _diagnose_kv_heads(ModernBlock, failure, seed: int, d_model, heads, kv_heads, d_hidden, base, eps) -> None:  # noqa: N803
+    """The grouped block raised. If the same block with as many key/value heads as query heads equals Llama's layer,
+    what fails is the handling of k and v when they have fewer heads than q."""
+    call = f"ModernBlock({d_model}, {heads}, {heads}, {d_hidden}, eps={eps}, base={base})"
+    config = llama_config(d_model, heads, heads, d_hidden, eps=eps, base=base)
+    x = seeded_randn(2, 9, d_model, seed=seed)  # (batch, seq, d_model)
+    try:
+        block = perturbed(
+            built_with_seed(ModernBlock, d_model, heads, heads, d_hidden, eps=eps, base=base, seed=seed, call=call),
+            seed,
+        )
+        out = call_learner(block, x, call=f"{call}(x)")
+        if not matches(out, _run_llama(_llama_twin(block, config, call), config, x)):
+            return
+    except CheckFailed:
+        return
+    raise CheckFailed(
+        f"{failure}\nWith as many key/value heads as query heads, {call} equals Llama's layer: what fails is the "
+        f"handling of k and v when they have fewer heads than q ({kv_heads} for {heads} here). k_proj(u) and "
+        "v_proj(u) hold num_kv_heads·d_head features each: split them into num_kv_heads heads of d_head = d_model // "
+        "num_heads features, (batch, seq, num_kv_heads, d_head), not into num_heads heads; grouped_query_attention "
+        "gives each of them to its group of query heads."
+    ) from failure.__cause__
 
 
 def _llama_twin(block: nn.Module, config, call: str) -> LlamaDecoderLayer:
@@ -483,24 +736,42 @@ def _llama_twin(block: nn.Module, config, call: str) -> LlamaDecoderLayer:
                 f"{call} must hold {', '.join(BLOCK_PARTS)}, Llama's names for its parts (the check copies their "
                 f"weights into transformers' LlamaDecoderLayer); it has no {ours}."
             )
-        parameters |= {f"{theirs}.{name}": value.detach() for name, value in part.state_dict().items()}
+        # Parameters only: a part may keep buffers of its own (eps as a tensor, a mask), which Llama's has not.
+        parameters |= {f"{theirs}.{name}": value.detach() for name, value in part.named_parameters()}
     with torch.random.fork_rng():
         twin = LlamaDecoderLayer(config, layer_idx=0)
-    expected = set(twin.state_dict())
+    shapes = {name: tuple(value.shape) for name, value in twin.named_parameters()}
+    expected = set(shapes)
     if set(parameters) != expected:
         raise CheckFailed(
             f"{call}: its parts hold {sorted(set(parameters) - expected) or 'too few weights'} where Llama's layer "
             f"has {sorted(expected - set(parameters)) or 'no more'}: the projections are nn.Linear without bias, "
             "the norms RMSNorm (one weight each), the MLP a SwiGLU."
         )
-    try:
-        twin.load_state_dict(parameters)
-    except RuntimeError as error:
+    wrong = {name: tuple(value.shape) for name, value in parameters.items() if tuple(value.shape) != shapes[name]}
+    if wrong:
+        name = min(wrong, key=list(shapes).index)  # the first in Llama's order
+        part = name.removesuffix(".weight").removeprefix("self_attn.")
         raise CheckFailed(
-            f"{call}: a part's weight has the wrong shape for Llama's layer ({error}). q_proj maps d_model to "
-            "num_heads·d_head, k_proj and v_proj to num_kv_heads·d_head, o_proj back to d_model."
-        ) from None
+            f"{call}: {part}'s weight has shape {wrong[name]} where Llama's layer has {shapes[name]}. "
+            f"{_PART_SIZES[part.split('.')[0]]}"
+        )
+    twin.load_state_dict(parameters, strict=False)  # every parameter is given: Llama's layer has no buffers
     return twin.eval()
+
+
+_PART_SIZES = {
+    "input_layernorm": "The norms are RMSNorm(d_model, eps): one gain of d_model numbers.",
+    "post_attention_layernorm": "The norms are RMSNorm(d_model, eps): one gain of d_model numbers.",
+    "q_proj": "q_proj maps d_model to num_heads·d_head features, with d_head = d_model // num_heads.",
+    "k_proj": "k_proj and v_proj map d_model to num_kv_heads·d_head features, with d_head = d_model // num_heads "
+    "(the size of a query head: a key must match it).",
+    "v_proj": "k_proj and v_proj map d_model to num_kv_heads·d_head features, with d_head = d_model // num_heads "
+    "(the size of a query head: a key must match it).",
+    "o_proj": "o_proj maps num_heads·d_head features back to d_model.",
+    "mlp": "The MLP is SwiGLU(d_model, d_hidden), with the d_hidden given to the block: gate_proj and up_proj map "
+    "d_model to d_hidden, down_proj maps d_hidden back.",
+}
 
 
 def _run_llama(layer: LlamaDecoderLayer, config, x: torch.Tensor) -> torch.Tensor:
@@ -541,6 +812,12 @@ def _diagnose_block(block: nn.Module, x: torch.Tensor, out: torch.Tensor, call: 
         for mistake, variant in layouts.items():
             if matches(out, _block_variant(block, x, **sizes, **variant)):
                 raise CheckFailed(f"{call}(x) {mistake}.")
+    if matches(out, _block_variant(block, x, **sizes, float_mask=True)):
+        raise CheckFailed(
+            f"{call}(x) gives grouped_query_attention a float mask of ones and zeros: "
+            "F.scaled_dot_product_attention adds a float mask to the scores (+1 where a query may attend, 0 where "
+            "not), which hides nothing. Make the causal mask bool (dtype=torch.bool), True where key j <= query i."
+        )
     changed = x.clone()
     changed[:, -1] += 1.0
     later = call_learner(block, changed, call=f"{call}(x)")
@@ -566,6 +843,25 @@ def _diagnose_block(block: nn.Module, x: torch.Tensor, out: torch.Tensor, call: 
         "attention(...), and the block returns h + mlp(post_attention_layernorm(h))": {"mlp_reads": "x"},
         "adds the MLP's output to x, the block's input, and so drops the attention's output: the block returns "
         "h + mlp(post_attention_layernorm(h)), with h = x + attention(...)": {"mlp_added_to": "x"},
+        "leaves out the residual connection around the attention: h = x + o_proj(attention(...)), the attention's "
+        "output added to the block's input x": {"attention_residual": False},
+        "leaves out the residual connection around the MLP: the block returns h + mlp(post_attention_layernorm(h)), "
+        "the MLP's output added to h": {"mlp_residual": False},
+        "leaves out input_layernorm: the projections q_proj, k_proj and v_proj read u = input_layernorm(x), not x "
+        "itself (pre-norm)": {"input_norm": False},
+        "computes the values from x, the block's input: q_proj, k_proj and v_proj all read u = input_layernorm(x) "
+        "(pre-norm)": {"values_read": "x"},
+        "adds the attention's output to u = input_layernorm(x), the normalised input: the residual connection "
+        "carries the block's input x itself past the attention, h = x + o_proj(attention(...)); the norm is on "
+        "the branch only, in what the projections read": {"attention_added_to": "u"},
+        "adds the MLP's output to post_attention_layernorm(h), the normalised stream: the residual connection "
+        "carries h itself past the MLP, and the block returns h + mlp(post_attention_layernorm(h))": {
+            "mlp_added_to": "normed"
+        },
+        "adds each sublayer's output to the normalised stream, u = input_layernorm(x) and then "
+        "post_attention_layernorm(h), as when x is overwritten by its norm (x = self.input_layernorm(x)): the "
+        "residual connections carry the unnormalised stream, h = x + o_proj(attention(...)) and h + "
+        "mlp(post_attention_layernorm(h))": {"attention_added_to": "u", "mlp_added_to": "normed"},
     }
     if base != 10000.0:
         mistakes[
@@ -593,16 +889,36 @@ def _block_variant(
     rope_base: float | None = None,
     mlp_reads="h",
     mlp_added_to="h",
+    attention_residual=True,
+    mlp_residual=True,
+    input_norm=True,
+    rope_on_seq_heads=False,
+    float_mask=False,
+    values_read="u",
+    attention_added_to="x",
 ) -> torch.Tensor:
     """What the block's own parts compute when put together with one thing changed: which of q, k, v are rotated,
     whether before the split into heads (as if all of a projection's features were one head), pre- or post-norm,
-    heads split or merged by a reshape alone (no transpose), another RoPE base, and what the MLP reads and is added
-    to. The check's way to name a mistake, with PyTorch's attention and transformers' rotation."""
+    heads split or merged by a reshape alone (no transpose), another RoPE base, what v_proj reads, what the
+    attention's output is added to, what the MLP reads and is added to, either residual connection left out, the
+    input norm left out, or RoPE applied to the (batch, seq, heads, d_head) view, its positions running along the
+    heads (possible only when seq equals the heads). The check's way to name a mistake, with PyTorch's attention and
+    transformers' rotation."""
     batch, seq, _ = x.shape
     base = base if rope_base is None else rope_base
     positions = torch.arange(seq)
     norm_1, norm_2 = (block.input_layernorm, block.post_attention_layernorm) if pre_norm else (nn.Identity(),) * 2
-    projected = {name: getattr(block, f"{name}_proj")(norm_1(x)) for name in "qkv"}  # (batch, seq, features) each
+    u = norm_1(x) if input_norm else x
+    read = {"u": u, "x": x}
+    projected = {name: getattr(block, f"{name}_proj")(u) for name in "qk"}  # (batch, seq, features) each
+    projected["v"] = block.v_proj(read[values_read])
+    if rope_on_seq_heads:  # each (batch, seq, heads, d_head) turned as if its heads were the positions
+        projected = {
+            name: rotary_oracle(t.unflatten(-1, (count, -1)), positions, rope_base=base).flatten(2)
+            if name in rotated
+            else t
+            for (name, t), count in zip(projected.items(), (heads, kv_heads, kv_heads), strict=True)
+        }
     if before_split:
         projected = {
             name: rotary_oracle(t[:, None], positions, rope_base=base)[:, 0] if name in rotated else t
@@ -615,14 +931,19 @@ def _block_variant(
         for name, count in (("q", heads), ("k", kv_heads), ("v", kv_heads))
     }  # (batch, heads or kv_heads, seq, d_head) each
     turned = {
-        name: rotary_oracle(t, positions, rope_base=base) if name in rotated and not before_split else t
+        name: rotary_oracle(t, positions, rope_base=base)
+        if name in rotated and not (before_split or rope_on_seq_heads)
+        else t
         for name, t in parts.items()
     }
-    mixed = F.scaled_dot_product_attention(*turned.values(), is_causal=True, enable_gqa=True)
+    if float_mask:  # ones and zeros, added to the scores
+        mixed = F.scaled_dot_product_attention(*turned.values(), attn_mask=torch.ones(seq, seq).tril(), enable_gqa=True)
+    else:
+        mixed = F.scaled_dot_product_attention(*turned.values(), is_causal=True, enable_gqa=True)
     merged = mixed.reshape(batch, seq, -1) if merge_view else mixed.transpose(1, 2).flatten(2)  # (batch, seq, d_model)
-    after = x + block.o_proj(merged)
+    after = block.o_proj(merged) + (read[attention_added_to] if attention_residual else 0)
     if not pre_norm:
         after = block.input_layernorm(after)
-    read = {"h": after, "x": x}
-    result = read[mlp_added_to] + block.mlp(norm_2(read[mlp_reads]))
+    read = {"h": after, "x": x, "normed": norm_2(after)}
+    result = block.mlp(norm_2(read[mlp_reads])) + (read[mlp_added_to] if mlp_residual else 0)
     return result if pre_norm else block.post_attention_layernorm(result)

@@ -288,3 +288,45 @@ def test_a_learners_module_reaches_the_judge_with_its_forwards_parameters(tmp_pa
     test += "assert names == ['x', 'mask'], names"
     cells.append(sealed_run.role("test", "test_answer", test))
     assert sealed_run.verify(cells, tmp_path, 60.0, Sandbox(), None).passed == {"test_answer"}
+
+
+FORGED_DESCRIPTION = """
+import sys
+import torch
+
+peer = sys.modules["_grading_peer"]
+describe = peer.Peer.module_info
+
+
+def module_info(self, number, module, objects):
+    info = describe(self, number, module, objects)
+    if type(module).__name__ == "Zeros":  # as if it were nn.Linear with nothing but plain state
+        info.update({"class": "torch.nn.modules.linear:Linear", "complete": True, "attributes": {}})
+    return info
+
+
+peer.Peer.module_info = module_info
+
+
+class Zeros(torch.nn.Linear):
+    def forward(self, x):
+        return torch.zeros(x.shape[:-1] + (self.out_features,))
+
+    def extra_repr(self):
+        return "mine"
+"""
+
+
+def test_the_judge_runs_no_forward_or_method_of_a_module_by_what_the_student_process_says_it_is(tmp_path):
+    """A module whose description claims PyTorch's class with plain state only is an instance of that class for a
+    check's isinstance, yet its forward and methods run in the student's process: the judge computes no answer."""
+    cells = [sealed_run.role("course", "setup", "import torch")]
+    cells.append(sealed_run.role("student", "answer", FORGED_DESCRIPTION))
+    test = (
+        "layer = Zeros(3, 2)\nassert isinstance(layer, torch.nn.Linear)\n"
+        "assert torch.equal(layer(torch.ones(4, 3)), torch.zeros(4, 2)), 'the judge ran nn.Linear'\n"
+        "assert layer.extra_repr() == 'mine'"
+    )
+    cells.append(sealed_run.role("test", "test_answer", test))
+    verdict = sealed_run.verify(cells, tmp_path, 60.0, Sandbox(), None)
+    assert verdict.passed == {"test_answer"}, verdict.findings

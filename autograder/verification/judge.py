@@ -83,6 +83,7 @@ class Judge(peer.Peer):
     """Runs test cells here and everything else in the student's process."""
 
     SIGN = -1
+    RUNS_DESCRIBED_MODULES = False
 
     def __init__(self, read_fd: int, write_fd: int, group: int, cell_timeout: float, grace: float, imports: dict):
         super().__init__(DeadlinePipe(read_fd, write_fd, self.wait))

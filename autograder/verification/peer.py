@@ -177,6 +177,10 @@ class Peer:
     between them. ``SIGN`` is +1 for the student's handles, -1 for the judge's."""
 
     SIGN = 1
+    # Whether a module that the other side describes as one of PyTorch's or the reference classes, holding plain
+    # state only, runs here as that class. The judge says no: what the student's process says of its own modules
+    # decides nothing there, and their forwards and methods run where they were made.
+    RUNS_DESCRIBED_MODULES = True
 
     def __init__(self, pipe):
         self.pipe = pipe
@@ -532,11 +536,10 @@ class Peer:
         import torch
 
         trusted = trusted_class(info.get("class"))
-        if trusted is not None and info.get("complete"):
+        if trusted is not None and info.get("complete") and self.RUNS_DESCRIBED_MODULES:
             kind = trusted  # nn.Linear, nn.LayerNorm: its forward runs here
-        elif trusted is not None:  # a reference module with state of its own: forward there, but of its class here
-            kind = named_class(trusted.__name__, mirror_base(), trusted)
-            kind.forward = forward_like(trusted.forward)
+        elif trusted is not None:  # an instance of its class here (isinstance), which runs nothing of it here
+            kind = remote_subclass(trusted)
         else:
             kind = named_class(str(info.get("name")), mirror_base())
         module = kind.__new__(kind)
@@ -735,6 +738,27 @@ def allocations_recording():
     """The record of ``transformer_course.allocations.allocations_of`` under way here, if any."""
     allocations = sys.modules.get("transformer_course.allocations")
     return allocations.recording() if allocations is not None else None
+
+
+def remote_subclass(trusted: type) -> type:
+    """A mirror that is an instance of ``trusted`` for a check's isinstance, but whose forward and every other
+    method of ``trusted``'s own (not torch.nn.Module's) are the original's, run where the original lives."""
+    import torch
+
+    kind = named_class(trusted.__name__, mirror_base(), trusted)
+    kind.forward = forward_like(trusted.forward)
+    for cls in trusted.__mro__:
+        if cls in torch.nn.Module.__mro__:
+            break
+        for name, value in vars(cls).items():
+            remote = name != "forward" and not name.startswith("__") and name not in vars(kind)
+            if remote and (callable(value) or isinstance(value, property | staticmethod | classmethod)):
+                setattr(kind, name, property(functools.partial(_remote_attribute, name=name)))
+    return kind
+
+
+def _remote_attribute(module, name: str):
+    return module._peer.getattr(module, name)
 
 
 def forward_like(original):

@@ -5,6 +5,7 @@ requirements-dev.txt, which adds the tests' tools) when needed.
     python3.11 course.py check      set up, then run every check of the course (what CI runs); installs
                                     Debian's bubblewrap (the grading sandbox) and Chromium (the browser test)
                                     when they are missing and apt allows
+    python3.11 course.py check --quick   ruff and the tests that run in one process (for development)
     python3.11 course.py grade [NOTEBOOK ...]   grade your notebooks, hidden tests included (default: all)
     python3.11 course.py class COMMAND ...      an instructor's commands: new, generate, collect, autograde,
                                                 feedback, export, demo (`class --help` says more)
@@ -34,7 +35,7 @@ FIRST_NOTEBOOK = "notebooks/01_self_attention_averaging/01_self_attention_averag
 # Jupyter settings for students (a learner's `lab`, a release, the hub's students' environment): nbgrader's
 # instructor parts off.
 STUDENT_JUPYTER_CONFIG = REPO / "jupyter-student-config"
-# The browser test (tests/test_browser.py) drives Debian's Chromium; Playwright downloads no browser of its own.
+# The browser test (tests/end_to_end/test_browser.py) drives Debian's Chromium; Playwright downloads no browser.
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_PACKAGES = ("chromium", "chromium-driver")
 SKIP_BROWSER = "COURSE_SKIP_BROWSER"  # =1: skip the browser test on machines without apt (see the README)
@@ -183,22 +184,31 @@ def ensure_system_packages() -> None:
             return
 
 
+# The tests of the course's parts that run in one process, in the folders of tests/ that hold them; the rest
+# (tests/end_to_end/: nbgrader, grading in the sandbox, releases, the browser) and the notebooks' runs (nbval) are
+# the full check's.
+QUICK_TESTS = ("tests/checks", "tests/helpers", "tests/autograder")
+
+
 def check(extra_args: list[str]) -> int:
     """Lint and formatting (ruff), then every test: the helper package, the notebook build, grading, every solution
     notebook run top to bottom in a fresh kernel (nbval, lax: a cell fails only when it raises), and the course in a
-    browser."""
-    ensure_system_packages()
+    browser. With --quick, for development: ruff, and the tests of QUICK_TESTS only (the checks and the kept wrong
+    answers in this process, the helper package, the autograder's parts); no nbgrader, notebook or browser."""
+    quick = "--quick" in extra_args
+    extra_args = [arg for arg in extra_args if arg != "--quick"]
+    if not quick:
+        ensure_system_packages()
     failures = 0
     failures += run(sys.executable, "-m", "ruff", "check", ".") != 0
     failures += run(sys.executable, "-m", "ruff", "format", "--check", ".") != 0
+    selection = [*QUICK_TESTS] if quick else ["tests", "solutions", "--nbval-lax"]
     failures += (
         run(
             sys.executable,
             "-m",
             "pytest",
-            "tests",
-            "solutions",
-            "--nbval-lax",
+            *selection,
             "--nbval-cell-timeout=1800",  # notebook 08 trains in one cell: ~1 min alone, far longer on a busy machine
             "-n",  # a worker per core (twice as many made the check slower: 16 min against 14)
             "auto",

@@ -9,6 +9,10 @@ import pytest
 import course
 
 CALL_FAILED = pytest.StashKey[bool]()
+# The folders of tests/, each a marker of its tests (-m checks): the checks of the notebooks and the kept wrong
+# answers, the helper package, the autograder's parts, all in this process; end_to_end runs nbgrader, the sandbox,
+# releases and the browser.
+GROUPS = ("checks", "helpers", "autograder", "end_to_end")
 SESSION_START = time.time()
 
 
@@ -18,6 +22,12 @@ def pytest_runtest_makereport(item, call):
     if report.when == "call":
         item.stash[CALL_FAILED] = report.failed
     return report
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.parent.name in GROUPS and item.path.parent.parent.name == "tests":
+            item.add_marker(item.path.parent.name)
 
 
 @pytest.fixture

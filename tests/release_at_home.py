@@ -3,10 +3,10 @@ recorded results.
 
     python tests/release_at_home.py CASES.json
 
-Run by tests/test_release.py in a process of its own with PYTHONPATH=RELEASE/src, so that ``transformer_course`` is
-the released package. Each case is a solved notebook (its set-up cell and solution cells), optionally one exercise
-replaced by a wrong answer, and a visible test cell; ``message`` is None where the test must pass, else a phrase
-its failure must show. Prints a line for each case that went otherwise, then how many it ran.
+Run by tests/end_to_end/test_release.py in a process of its own, with PYTHONPATH=RELEASE/src, so that
+``transformer_course`` is the released package. Each case is a solved notebook (its set-up cell and solution cells),
+optionally one exercise replaced by a wrong answer, and a visible test cell; ``message`` is None where the test must
+pass, else a phrase its failure must show. Prints a line for each case that went otherwise, then how many it ran.
 """
 
 import contextlib

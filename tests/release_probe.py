@@ -4,9 +4,9 @@ as the answer to every hidden test of a notebook not yet due when it is released
     python tests/release_probe.py set-up RELEASE
     python tests/release_probe.py callables RELEASES
 
-Run by tests/test_release.py in a process of its own with PYTHONPATH=RELEASE/src (for ``callables``, the src of the
-last release in the folder RELEASES, which holds release-01 … release-NN) and no install, so that the released
-package is ``transformer_course`` exactly as a student's notebook imports it.
+Run by tests/end_to_end/test_release.py in a process of its own, with PYTHONPATH=RELEASE/src (for ``callables``, the
+src of the last release in the folder RELEASES, which holds release-01 … release-NN) and no install, so that the
+released package is ``transformer_course`` exactly as a student's notebook imports it.
 
 ``set-up`` runs the first code cell (the set-up: the imports) of every notebook of the release and prints a line for
 each that failed. ``callables`` tries every function and class of the last release, as it is and wrapped as a

@@ -6,7 +6,7 @@ course's cells and the test cells, hidden tests included, from the source; the a
 student added, from the submission) and runs the student's code in a fresh process of its own (``student.py``),
 in the grading sandbox unless the instructor chose none, and the test cells in the judge (``judge.py``), here.
 The course uses it where nbgrader's kernel died, for the report to say what ended it, and to try the kept wrong
-answers (tests/test_wrong_answers.py). A process that dies passes nothing that was not judged before.
+answers (tests/end_to_end/test_wrong_answer_trials.py). A process that dies passes nothing that was not judged before.
 """
 
 import contextlib

@@ -1,7 +1,7 @@
 """The checks of notebook 06 accept correct answers written in different ways, vary with their seed, and explain
 stubs.
 
-(Kept wrong answers are rejected: tests/test_wrong_answers.py.)
+(Kept wrong answers are rejected: tests/checks/test_wrong_answers.py.)
 """
 
 import functools

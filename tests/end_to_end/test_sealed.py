@@ -1,7 +1,7 @@
 """The sealed verification and the structural comparison, on small programs and on the first notebook.
 
 The sealed runner is tested here on programs of a few lines (no PyTorch), so that each kind of interference
-is shown on its own and quickly; tests/test_grading.py shows the same on real submissions through nbgrader.
+is shown on its own and quickly; tests/end_to_end/test_grading.py shows the same on real submissions through nbgrader.
 """
 
 import nbformat

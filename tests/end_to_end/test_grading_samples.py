@@ -139,7 +139,7 @@ def test_a_submission_nbgrader_could_not_grade_is_named_and_its_student_told_why
 def test_a_job_past_its_time_limit_is_stopped_and_names_the_cell_it_was_running(tmp_path):
     """Cells that each stay within the cell limit but together use more processor time than the job may: the job is
     stopped at its limit, the submission counts as not graded (autograde exits non-zero) and the report names the
-    cell. (Code that sleeps instead is stopped at a wall-clock limit: tests/test_job_watch.py.)"""
+    cell. (Code that sleeps instead is stopped at a wall-clock limit: tests/autograder/test_job_watch.py.)"""
     first = Assignment.of(FIRST, RELEASED_FIRST)
     job_timeout = 20.0
     each = 0.9 * CELL_SHARE * job_timeout  # a cell may use a share of the job's limit: each stays below it

@@ -24,8 +24,9 @@ ASSIGNMENTS = assignments()
 THROUGH = range(1, len(ASSIGNMENTS) + 1)
 SECRET_REGION = re.compile(r"^[ \t]*### BEGIN (SOLUTION|HIDDEN TESTS)[ \t]*\n(.*?)^[ \t]*### END \1", re.S | re.M)
 DISTINCTIVE = 20  # non-space characters a line needs to be told apart from common code
-PROBE = Path(__file__).with_name("release_probe.py")
-AT_HOME = Path(__file__).with_name("release_at_home.py")
+SCRIPTS = Path(__file__).resolve().parent.parent  # tests/, where the scripts run in a process of their own live
+PROBE = SCRIPTS / "release_probe.py"
+AT_HOME = SCRIPTS / "release_at_home.py"
 PACKAGE = Path("src/transformer_course")
 INSTRUCTOR_MODULES = ("src/transformer_course/checks/stand_ins.py",)
 

@@ -1,7 +1,7 @@
 """The checks of notebook 09 accept correct answers written in other ways, explain stubs, and rest on an oracle that
 agrees with a plain implementation.
 
-(Kept wrong answers are rejected: tests/test_wrong_answers.py.)
+(Kept wrong answers are rejected: tests/checks/test_wrong_answers.py.)
 """
 
 import collections

@@ -2,7 +2,7 @@
 solutions and correct answers written in other ways, grade each exercise on its own, vary with their seed, and
 explain stubs.
 
-(Kept wrong answers are rejected: tests/test_wrong_answers.py; the solution notebook passes the checks when CI
+(Kept wrong answers are rejected: tests/checks/test_wrong_answers.py; the solution notebook passes the checks when CI
 executes it.)
 """
 

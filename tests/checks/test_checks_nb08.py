@@ -1,6 +1,6 @@
 """The checks of notebook 08 accept correct answers written in other ways, and explain stubs.
 
-(Kept wrong answers are rejected: tests/test_wrong_answers.py; the solution notebook passes the checks when CI
+(Kept wrong answers are rejected: tests/checks/test_wrong_answers.py; the solution notebook passes the checks when CI
 executes it.)
 """
 

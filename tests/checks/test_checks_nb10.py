@@ -1,7 +1,7 @@
 """The checks of notebook 10 (the GPT block, the model, the next-token loss, sampling) accept the reference code
 and correct answers written in other ways, grade each exercise on its own, vary with their seed, and explain stubs.
 
-(Kept wrong answers are rejected: tests/test_wrong_answers.py; the solution notebook passes the checks when CI
+(Kept wrong answers are rejected: tests/checks/test_wrong_answers.py; the solution notebook passes the checks when CI
 executes it.)
 """
 

@@ -67,8 +67,8 @@ def test_a_roster_is_nbgraders_student_csv_or_canvas_gradebook_export(tmp_path):
 @pytest.mark.grading
 def test_collect_tells_canvas_students_apart_by_user_id_and_accounts_for_every_file(tmp_path, capsys):
     class_folder = ClassFolder.create(tmp_path / "class")
-    # Collecting needs only the student versions in release/: notebooks/ holds them (tests/test_notebooks.py), and
-    # copying them saves nbgrader's 5 s of generating them again.
+    # Collecting needs only the student versions in release/: notebooks/ holds them (test_notebooks.py), and copying
+    # them saves nbgrader's 5 s of generating them again.
     shutil.copytree(NOTEBOOKS / FIRST, class_folder.root / "release" / FIRST)
     released = class_folder.released(FIRST)[NOTEBOOK]
     resubmitted = Assignment.of(FIRST, {NOTEBOOK: released}).notebook_with()

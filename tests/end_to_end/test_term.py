@@ -20,6 +20,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 from playwright.sync_api import sync_playwright
+from test_browser import CHROMIUM_FLAGS, require_chromium
 
 import course
 from autograder import cli
@@ -28,7 +29,6 @@ from autograder.grading import Limits
 from autograder.repository import assignments, this_python_first
 from autograder.samples import samples
 from cores import grading_workers
-from test_browser import CHROMIUM_FLAGS, require_chromium
 
 pytestmark = pytest.mark.grading
 

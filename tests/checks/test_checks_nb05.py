@@ -1,6 +1,6 @@
 """The checks of notebook 05 accept correct answers written in different ways and explain stubs.
 
-(Kept wrong answers are rejected: tests/test_wrong_answers.py.)
+(Kept wrong answers are rejected: tests/checks/test_wrong_answers.py.)
 """
 
 import math

@@ -27,7 +27,7 @@ from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
 import course
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RECORD = course.BROWSER_RECORD
 SOLUTION = "solutions/01_self_attention_averaging/01_self_attention_averaging.ipynb"
 # Headless without a sandbox (root in containers), and quiet on a closed network: without the last four

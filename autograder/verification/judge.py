@@ -23,6 +23,7 @@ import io
 import os
 import select
 import signal
+import sys
 import time
 import types
 from dataclasses import dataclass
@@ -84,6 +85,7 @@ class Judge(peer.Peer):
 
     SIGN = -1
     RUNS_DESCRIBED_MODULES = False
+    KEEPS_OWN_MODULES = True
 
     def __init__(self, read_fd: int, write_fd: int, group: int, cell_timeout: float, grace: float, imports: dict):
         super().__init__(DeadlinePipe(read_fd, write_fd, self.wait))
@@ -178,10 +180,13 @@ class Judge(peer.Peer):
     def on_getattr(self, message: dict) -> dict:
         """Attributes of what the judge lent, for the learner's code that uses them (``model.encode``,
         ``model.block_size``): public ones of objects only, never of a function or class (whose module and
-        globals would lead to every correct answer)."""
+        globals would lead to every correct answer), and of a module none of torch.nn.Module's own, which the
+        learner's copy of it has already (hooks, load_state_dict, apply: they act on that copy, never here)."""
         target, name = self.own_target(message), str(message["name"])
         private = name.startswith("_") and name not in CONTAINER_PROTOCOL
         hidden = private or isinstance(target, type) or not hasattr(target, "__dict__")
+        module = sys.modules.get("torch.nn")
+        hidden = hidden or (module is not None and isinstance(target, module.Module) and hasattr(module.Module, name))
         if hidden or isinstance(target, types.FunctionType | types.MethodType | types.BuiltinFunctionType):
             raise PermissionError(f"the judge does not show {name!r} of what it lends")
         return super().on_getattr(message)

@@ -181,6 +181,9 @@ class Peer:
     # state only, runs here as that class. The judge says no: what the student's process says of its own modules
     # decides nothing there, and their forwards and methods run where they were made.
     RUNS_DESCRIBED_MODULES = True
+    # Whether what the other side does to its copy of one of this side's modules (weights, buffers, mode, hooks)
+    # stays there. The judge keeps its modules as it made them: a check computes its expected values from them.
+    KEEPS_OWN_MODULES = False
 
     def __init__(self, pipe):
         self.pipe = pipe
@@ -641,7 +644,7 @@ class Peer:
         torch = sys.modules.get("torch")
         for handle, kind, name, value in changes:
             module = self.modules.get(getattr(handle, "number", None))
-            if module is None:
+            if module is None or (self.KEEPS_OWN_MODULES and handle.number * self.SIGN > 0):
                 continue
             if kind == "hook":
                 self.apply_hook(module, handle.number, name, value)

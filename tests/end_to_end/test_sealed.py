@@ -330,3 +330,51 @@ def test_the_judge_runs_no_forward_or_method_of_a_module_by_what_the_student_pro
     cells.append(sealed_run.role("test", "test_answer", test))
     verdict = sealed_run.verify(cells, tmp_path, 60.0, Sandbox(), None)
     assert verdict.passed == {"test_answer"}, verdict.findings
+
+
+def test_what_the_students_code_does_to_a_module_the_judge_lent_stays_in_the_students_process(tmp_path):
+    """A learner's function handed one of the judge's modules may call it and read it; zeroing its weights, putting a
+    hook on it or switching its mode changes the learner's copy only, and the judge's module computes as before."""
+    cells = [sealed_run.role("course", "setup", "import torch")]
+    answer = (
+        "def tamper(layer):\n    with torch.no_grad():\n        layer.weight.zero_()\n        layer.bias.zero_()\n"
+        "    layer.register_forward_hook(lambda module, inputs, output: output * 0)\n    layer.train()\n"
+        "    return float(layer.weight.abs().sum())\n"
+    )
+    cells.append(sealed_run.role("student", "answer", answer))
+    test = (
+        "torch.manual_seed(0)\nlayer = torch.nn.Linear(3, 2).eval()\nweight = layer.weight.detach().clone()\n"
+        "x = torch.ones(1, 3)\nexpected = layer(x).detach()\nassert tamper(layer) == 0.0\n"
+        "assert torch.equal(layer.weight, weight) and not layer.training\n"
+        "assert not layer._forward_hooks and torch.equal(layer(x), expected)"
+    )
+    cells.append(sealed_run.role("test", "test_answer", test))
+    verdict = sealed_run.verify(cells, tmp_path, 60.0, Sandbox(), None)
+    assert verdict.passed == {"test_answer"}, verdict.findings
+
+
+def test_the_learners_code_reads_only_public_attributes_of_what_the_judge_lent(tmp_path):
+    """Through the grading pipe itself, the learner's code asks for a lent function's globals (the check's module), a
+    private attribute, and a lent module's load_state_dict and register_forward_hook: each is refused; a public
+    attribute of the judge's own is read."""
+    cells = [sealed_run.role("course", "setup", "import torch")]
+    answer = (
+        "def probe(function, layer, holder):\n    refused = []\n"
+        "    for target, name in [(function, '__globals__'), (function, '_secret'), (layer, 'load_state_dict'),\n"
+        "                         (layer, 'register_forward_hook'), (holder, '_secret')]:\n"
+        "        try:\n            target._peer.getattr(target, name)\n        except Exception:\n"
+        "            refused.append(name)\n"
+        "    return refused, holder.size\n"
+    )
+    cells.append(sealed_run.role("student", "answer", answer))
+    test = (
+        "class Holder:\n    size, _secret = 3, 'hidden'\n"
+        "def helper(x):\n    return x\n"
+        "helper._secret = 'hidden'\n"
+        "refused, size = probe(helper, torch.nn.Linear(2, 2), Holder())\n"
+        "assert refused == ['__globals__', '_secret', 'load_state_dict', 'register_forward_hook', '_secret'], refused\n"
+        "assert size == 3"
+    )
+    cells.append(sealed_run.role("test", "test_answer", test))
+    verdict = sealed_run.verify(cells, tmp_path, 60.0, Sandbox(), None)
+    assert verdict.passed == {"test_answer"}, verdict.findings

@@ -56,6 +56,10 @@ class Clock:
         self.deadline, self.interrupted = time.monotonic() + self.timeout, False
 
 
+# What the learner's code sees as the class name of the checks' own functions, modules, classes and objects.
+ANONYMOUS = {"function": "function", "module": "Module", "class": "type", "object": "object"}
+
+
 class DeadlinePipe(wire.Pipe):
     """The judge's end: every read and write waits at most until the cell's deadline (``wait``)."""
 
@@ -169,10 +173,14 @@ class Judge(peer.Peer):
             self.lent_names = before
 
     def info(self, number: int, value, objects: dict) -> dict:
-        """As the other side describes an object, but a function the judge passes goes by no name: a formula
-        fitted to the check's cases could tell them apart by it (a running sum, self-attention)."""
+        """As the other side describes an object, but what the judge passes goes by no name of the checks': a
+        formula fitted to the check's cases could tell them apart by it (a running sum, a scripted model). PyTorch's
+        classes and the reference ones, which the learner has too, keep theirs."""
         found = super().info(number, value, objects)
-        return {**found, "name": "function"} if found["kind"] == "function" else found
+        kind = value if isinstance(value, type) else type(value)
+        if found["kind"] == "function" or not kind.__module__.startswith(("torch.", *peer.TRUSTED_MODULES)):
+            found["name"] = ANONYMOUS.get(found["kind"], "object")
+        return found
 
     def lent_for_call(self, objects: dict) -> list:
         return [[name, self.exported(value, objects)] for name, value in self.lent_names.items()]

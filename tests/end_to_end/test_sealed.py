@@ -378,3 +378,22 @@ def test_the_learners_code_reads_only_public_attributes_of_what_the_judge_lent(t
     cells.append(sealed_run.role("test", "test_answer", test))
     verdict = sealed_run.verify(cells, tmp_path, 60.0, Sandbox(), None)
     assert verdict.passed == {"test_answer"}, verdict.findings
+
+
+def test_what_the_judge_lends_shows_no_name_of_the_checks(tmp_path):
+    """A scripted model of a check, recognised by its class name, could be answered by a formula fitted to it."""
+    cells = [sealed_run.role("course", "setup", "import torch")]
+    answer = "def names(model, function, table):\n"
+    answer += "    return [type(x).__name__ for x in (model, table)] + [function.__name__]\n"
+    cells.append(sealed_run.role("student", "answer", answer))
+    test = (
+        "class _ReversingModel(torch.nn.Module):\n    def forward(self, x):\n        return x.flip(-1)\n"
+        "class _Table:\n    size = 2\n"
+        "def _running_sum(x):\n    return x.cumsum(0)\n"
+        "found = names(_ReversingModel(), _running_sum, _Table())\n"
+        "assert not any('Reversing' in name or 'running' in name or 'Table' in name for name in found), found\n"
+        "assert names(torch.nn.Linear(2, 2), _running_sum, _Table())[0] == 'Linear'"
+    )
+    cells.append(sealed_run.role("test", "test_answer", test))
+    verdict = sealed_run.verify(cells, tmp_path, 60.0, Sandbox(), None)
+    assert verdict.passed == {"test_answer"}, verdict.failure("test_answer")

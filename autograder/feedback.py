@@ -2,7 +2,8 @@
 them to nbgrader's GenerateFeedback, so feedback made by ``class feedback``, by ``nbgrader generate_feedback`` run
 by hand and by the formgrader alike shows:
 
-- no code of hidden tests (nbgrader shows it by default: its issues #917 and #1363); visible tests stay visible;
+- no code of hidden tests (nbgrader shows it by default: its issues #917 and #1363), and of what the learner's code
+  printed in a cell with hidden tests only the checks' ✔ lines; visible tests stay visible;
 - each failed test as its message in full, not a traceback through the grading machine's files;
 - those messages first, at the top of the page, so that a student sees what to fix before scrolling;
 - no folder of the grading machine in any output: each becomes a short name.
@@ -22,6 +23,8 @@ from traitlets import Unicode
 
 from autograder.cells import grade_id, is_test
 
+CHECK_PASSED = "✔"  # how a check's line says that it passed (transformer_course.checks.passed)
+
 
 class HideHiddenTests(ClearHiddenTests):
     """Replace each hidden-test region of a graded cell with one comment line that says code was left out."""
@@ -29,6 +32,10 @@ class HideHiddenTests(ClearHiddenTests):
     placeholder = Unicode(
         "# Hidden tests: they ran, but their code is not shown.",
         help="The line that stands where a hidden-test region was",
+    ).tag(config=True)
+    printed_placeholder = Unicode(
+        "(What your code printed while this cell's tests ran is not shown: it would show the hidden tests' inputs.)",
+        help="The line that stands for what the learner's code printed in a cell with hidden tests",
     ).tag(config=True)
 
     def _remove_hidden_test_region(self, cell: NotebookNode) -> bool:
@@ -43,7 +50,20 @@ class HideHiddenTests(ClearHiddenTests):
             elif not hidden:
                 kept.append(line)
         cell.source = "\n".join(kept)
+        if kept != lines:
+            self._hide_what_the_learners_code_printed(cell)
         return kept != lines
+
+    def _hide_what_the_learners_code_printed(self, cell: NotebookNode) -> None:
+        """Keep of the text the cell printed only the checks' ✔ lines: what the learner's code printed while the
+        hidden tests ran would show their inputs."""
+        for output in cell.get("outputs", []):
+            if output.output_type == "stream":
+                lines = output.text.splitlines(keepends=True)
+                shown = [line for line in lines if line.startswith(CHECK_PASSED)]
+                if len(shown) < len(lines):
+                    shown.append(self.printed_placeholder + "\n")
+                output.text = "".join(shown)
 
 
 class FailedTestMessages(NbGraderPreprocessor):

@@ -49,3 +49,16 @@ def test_feedback_names_no_folder_of_the_grading_machine_in_printed_or_returned_
     cell = nbformat.v4.new_code_cell("x", outputs=[printed, returned])
     cell, _ = NoMachinePaths().preprocess_cell(cell, {}, 0)
     assert python not in cell.outputs[0].text and python not in cell.outputs[1].data["text/plain"]
+
+
+def test_feedback_shows_of_what_a_cell_with_hidden_tests_printed_only_the_checks_lines():
+    """What the learner's code prints while hidden tests run would show their inputs; a cell without them is as run."""
+    printed = "✔ softmax: rows sum to 1\nx = tensor([[1e4, -7.25]])\n✔ softmax: stable\n"
+    source = "check(seed=1)\n### BEGIN HIDDEN TESTS\ncheck(seed=7)\n### END HIDDEN TESTS"
+    cell = feedback_cell(source, [nbformat.v4.new_output("stream", name="stdout", text=printed)])
+    cell, _ = HideHiddenTests().preprocess_cell(cell, {}, 0)
+    shown = cell.outputs[0].text
+    assert "1e4" not in shown and shown.startswith("✔ softmax: rows sum to 1\n✔ softmax: stable\n")
+    assert HideHiddenTests().printed_placeholder in shown
+    visible = feedback_cell("check(seed=1)", [nbformat.v4.new_output("stream", name="stdout", text=printed)])
+    assert HideHiddenTests().preprocess_cell(visible, {}, 0)[0].outputs[0].text == printed

@@ -342,8 +342,8 @@ def probabilities_by_renormalising(logits, temperature=1.0, top_k=None, top_p=No
         return probs
     probs = (logits.double().log_softmax(dim=-1) / temperature).softmax(dim=-1)
     if top_k is not None and top_k < probs.shape[-1]:
-        values, indices = torch.topk(probs, top_k, dim=-1)
-        probs = torch.zeros_like(probs).scatter(-1, indices, values)
+        kth = torch.topk(probs, top_k, dim=-1).values[:, -1:]  # tied probabilities at the k-th place all stay
+        probs = torch.where(probs >= kth, probs, 0.0)
     if top_p is not None:
         ordered, order = torch.sort(probs / probs.sum(dim=-1, keepdim=True), dim=-1, descending=True)
         past = torch.cumsum(ordered, dim=-1) > top_p
@@ -363,6 +363,7 @@ def probabilities_row_by_row(logits, temperature=1.0, top_k=None, top_p=None):
         scaled = row / temperature
         ranked = sorted(range(len(row)), key=lambda t: -scaled[t].item())
         kept = ranked[: top_k or len(ranked)]
+        kept += [t for t in ranked[len(kept) :] if scaled[t] == scaled[kept[-1]]]  # ties at the k-th place stay
         if top_p is not None:
             probs = torch.softmax(scaled[kept], dim=0).tolist()
             total, count = 0.0, 0

@@ -142,8 +142,9 @@ def gqa_by_grouped_einsum(q, k, v, mask=None):
     b, heads, s, d = q.shape
     grouped = q.view(b, k.shape[1], heads // k.shape[1], s, d)  # (batch, kv_heads, groups, seq, d)
     scores = torch.einsum("bkgqd,bksd->bkgqs", grouped, k) / d**0.5
-    if mask is not None:
-        scores = scores.masked_fill(~mask, -math.inf)
+    if mask is not None:  # broadcastable to (batch, heads, seq, seq): a causal mask, a padding mask (batch, 1, 1, seq)
+        grouped_mask = torch.broadcast_to(mask, (b, heads, s, s)).reshape(b, k.shape[1], heads // k.shape[1], s, s)
+        scores = scores.masked_fill(~grouped_mask, -math.inf)
     out = torch.einsum("bkgqs,bksd->bkgqd", scores.softmax(dim=-1), v)
     return out.reshape(b, heads, s, d)
 

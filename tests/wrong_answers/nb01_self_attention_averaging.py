@@ -435,3 +435,14 @@ def gap_of_the_first_sequence_only(f, x, perm):
     if x.dim() == 3:
         x = x[0]  # one sentence is enough
     return (f(x[..., perm, :]) - f(x)[..., perm, :]).abs().max().item()
+
+
+@wrong_answer("equivariance_gap", message="not a Python float as the docstring asks")
+def gap_as_a_tensor(f, x, perm):
+    return (f(x[..., perm, :]) - f(x)[..., perm, :]).abs().max()
+
+
+@wrong_answer("equivariance_gap", message="a small gap is still a gap")
+def gap_rounding_small_gaps_to_zero(f, x, perm):
+    gap = (f(x[..., perm, :]) - f(x)[..., perm, :]).abs().max().item()
+    return 0.0 if gap < 1e-3 else gap  # "about 0 when f is equivariant"

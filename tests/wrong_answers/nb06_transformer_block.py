@@ -317,6 +317,20 @@ class LayerNormDividingByTheNorm(nn.Module):
         return centred / torch.sqrt(centred.pow(2).sum(dim=-1, keepdim=True) + self.eps) * self.gain + self.bias
 
 
+@wrong_answer("LayerNorm", message="your default is eps=1e-06, not PyTorch's 1e-5")
+class LayerNormWithADefaultEpsOf1e6(nn.Module):
+    def __init__(self, d, eps=1e-6):  # "a small number, as in many papers"
+        super().__init__()
+        self.eps = eps
+        self.gain = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        mean = x.mean(dim=-1, keepdim=True)
+        variance = x.var(dim=-1, unbiased=False, keepdim=True)
+        return (x - mean) / torch.sqrt(variance + self.eps) * self.gain + self.bias
+
+
 # Exercise 2: FeedForward ---------------------------------------------------------------------------------
 
 

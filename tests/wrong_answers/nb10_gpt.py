@@ -1129,6 +1129,22 @@ def top_k_keeping_one_too_many(logits, temperature=1.0, top_k=None, top_p=None):
     return logits.softmax(dim=-1)
 
 
+@wrong_answer("next_token_probabilities", message="you kept exactly top_k=2 tokens")
+def top_k_keeping_exactly_k_indices(logits, temperature=1.0, top_k=None, top_p=None):
+    if temperature == 0:
+        return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).to(logits.dtype)
+    logits = logits / temperature
+    if top_k is not None and top_k < logits.shape[-1]:
+        keep = torch.zeros_like(logits, dtype=torch.bool)
+        keep.scatter_(-1, logits.topk(top_k, dim=-1).indices, True)  # the top_k positions, ties or not
+        logits = logits.masked_fill(~keep, float("-inf"))
+    if top_p is not None:
+        ordered, order = logits.softmax(dim=-1).sort(dim=-1, descending=True)
+        remove = ordered.cumsum(dim=-1) - ordered >= top_p
+        logits = logits.masked_fill(remove.scatter(-1, order, remove), float("-inf"))
+    return logits.softmax(dim=-1)
+
+
 @wrong_answer("next_token_probabilities", message="that is k - 1")
 def top_k_keeping_one_too_few(logits, temperature=1.0, top_k=None, top_p=None):
     if temperature == 0:

@@ -709,7 +709,49 @@ def check_equivariance_gap(equivariance_gap: Callable, seed: int = 0) -> None:
             f"equivariance_gap(self_attention, x, perm) is {gap:.3g} for a batch of shape (2, 6, 4), but "
             "self-attention is permutation-equivariant, so the gap must be about 0 (up to rounding)."
         )
+    _expect_small_gap(equivariance_gap, seed)
+    _expect_python_number(equivariance_gap, x, perm, worked_call)
     passed("equivariance_gap", "a running sum is not permutation-equivariant, self-attention is")
+
+
+SMALL_SCALE = 1e-5  # a running sum this small has a gap far below 1e-3 and far above rounding (float64)
+
+
+def _expect_small_gap(equivariance_gap: Callable, seed: int) -> None:
+    """Fail unless a small gap that is not 0 comes back as it is: a function that is almost, but not quite,
+    permutation-equivariant (a running sum times 1e-5, in float64), drawn with the seed."""
+    x = seeded_randn(2, 5, 3, seed=seed + 2, dtype=torch.float64)  # (batch 2, seq 5, d 3)
+    order = torch.randperm(5, generator=torch.Generator().manual_seed(seed + 2))
+    if torch.equal(order, torch.arange(5)):  # reordering nothing would give a gap of 0
+        order = order.roll(1)
+
+    def slightly_ordered(x: torch.Tensor) -> torch.Tensor:
+        return SMALL_SCALE * running_sum(x)  # (..., seq, d)
+
+    expected = SMALL_SCALE * running_sum_gaps(x, order)["gap"]
+    call = (
+        f"equivariance_gap(f, x, perm) with f(x) = {SMALL_SCALE:g} * running_sum(x), x (2, 5, 3) in float64 and "
+        f"perm {order.tolist()} drawn at random"
+    )
+    gap = _gap_of(equivariance_gap, slightly_ordered, x, order, "f")
+    if gap == 0:
+        raise CheckFailed(
+            f"{call}: expected {expected:.3g}, got 0. The gap is small, but a small gap is still a gap: f depends "
+            "a little on the order, and only rounding errors (about 1e-7 in float32) may count as 0. Return the "
+            "largest absolute difference as it is, without rounding small values to 0."
+        )
+    _expect_gap(gap, expected, call)
+
+
+def _expect_python_number(equivariance_gap: Callable, x: torch.Tensor, perm: torch.Tensor, call: str) -> None:
+    """Fail if the gap comes back as a tensor (of one element), where the docstring asks for a Python float."""
+    gap = call_learner(equivariance_gap, running_sum, x, perm, call=call)
+    if isinstance(gap, torch.Tensor):
+        raise _named(
+            f"{call} returned the right value, but as a tensor of shape {shape_of(gap)}, not a Python float as the "
+            "docstring asks: the gap is one number, to print, compare or store. Take it out of the tensor with "
+            ".item()."
+        )
 
 
 # The worked example with its middle row negated: the largest entry of each side then differs (500 and 400), so

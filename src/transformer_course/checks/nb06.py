@@ -427,6 +427,7 @@ def check_layer_norm(LayerNorm: type, seed: int = 0) -> None:  # noqa: N803 (a c
             _diagnose_layer_norm(out, x, norm, eps, call)
         expect_close(out, expected, f"{call}(x), compared with nn.LayerNorm")
     _expect_starting_values(LayerNorm, seed)
+    _expect_default_eps(LayerNorm, seed)
     _gradcheck(LayerNorm, seed)
     passed("LayerNorm", "equals nn.LayerNorm: biased variance, eps inside the square root, learnable gain and bias")
 
@@ -570,6 +571,37 @@ def _expect_starting_values(LayerNorm: type, seed: int) -> None:  # noqa: N803
             )
 
 
+def _expect_default_eps(LayerNorm: type, seed: int) -> None:  # noqa: N803
+    """Fail unless LayerNorm(8), built without eps, equals nn.LayerNorm(8) (eps=1e-5) on features of variance about
+    1e-6, where eps decides much of the result: EncoderLayer and Encoder build their norms so."""
+    call = "LayerNorm(8)"
+    norm = built_and_perturbed(LayerNorm, 8, seed=seed, call=call)
+    twin = nn.LayerNorm(8)  # PyTorch's default eps
+    with torch.no_grad():
+        twin.weight.copy_(norm.gain)
+        twin.bias.copy_(norm.bias)
+    x = 1e-3 * seeded_randn(2, 5, 8, seed=seed + 3)  # (2, 5, 8): variance about 1e-6, below eps
+    with torch.no_grad():
+        out = expect_tensor(
+            call_learner(norm, x, call=f"{call}(x) with x {shape_of(x)}"), "LayerNorm", x.shape, x.dtype
+        )
+        expected = twin(x)
+    if torch.allclose(out, expected, atol=1e-5):
+        return
+    small = f"{call}(x), built without eps, on x {shape_of(x)} whose features have a variance of about 1e-6"
+    default = getattr(norm, "eps", None)
+    if isinstance(default, float | int) and not isinstance(default, bool) and default != DEFAULT_EPS:
+        with torch.no_grad():
+            theirs = F.layer_norm(x, (8,), twin.weight, twin.bias, eps=float(default))
+        if torch.allclose(out, theirs, atol=1e-5):
+            raise CheckFailed(
+                f"{small}: your default is eps={default:g}, not PyTorch's 1e-5, and where the variance is as small "
+                "as eps the two give clearly different results. EncoderLayer and Encoder build LayerNorm(d_model) "
+                f"without eps, so they use the default: make it eps={DEFAULT_EPS:g}, as nn.LayerNorm's is."
+            )
+    expect_close(out, expected, f"{small}, compared with nn.LayerNorm(8), whose default eps is {DEFAULT_EPS:g}")
+
+
 def _gradcheck(LayerNorm: type, seed: int) -> None:  # noqa: N803
     norm = built_and_perturbed(LayerNorm, 4, seed=seed, call="LayerNorm(4)").double()
     x = seeded_randn(3, 4, seed=seed + 1, dtype=torch.float64).requires_grad_()
@@ -615,6 +647,7 @@ def _gradient_with_constants(norm, x, upstream, detach_mean: bool, detach_varian
 
 
 FF_D_MODEL, FF_D_FF = 8, 16  # a hidden width that is not 4 * d_model, so that a width fixed at 4 * d_model shows
+FF_D_FFS = (FF_D_FF, 24, 12)  # by the seed: a hidden test's width is not the visible test's either
 OTHER_ACTIVATIONS = {
     "GELU": F.gelu,
     "GELU (its tanh approximation)": functools.partial(F.gelu, approximate="tanh"),
@@ -629,8 +662,9 @@ OTHER_ACTIVATIONS = {
 
 @learner_facing
 def check_feed_forward(FeedForward: type, seed: int = 0) -> None:  # noqa: N803 (a class)
-    """Check linear2(relu(linear1(x))) with the module's own layers, position by position."""
-    d_model, d_ff = FF_D_MODEL, FF_D_FF
+    """Check linear2(relu(linear1(x))) with the module's own layers, position by position; the hidden layer's width
+    d_ff comes with the seed (16 for the visible test, never 4 * d_model)."""
+    d_model, d_ff = FF_D_MODEL, FF_D_FFS[seed % len(FF_D_FFS)]
     call = f"FeedForward(d_model={d_model}, d_ff={d_ff})"
     ff = built_and_perturbed(FeedForward, d_model, d_ff, seed=seed, call=call)
     _expect_linears(ff, d_model, d_ff, call)

@@ -386,7 +386,8 @@ def _diagnose_counts(counts: dict, expected: dict, ids: list[int], call: str) ->
 def check_merge(merge: Callable, seed: int = 0) -> None:
     """Check hand cases (runs, pairs at both ends, an absent pair, empty and one-element lists), then random lists
     against the definition: occurrences found from the left, without overlaps. Some lists hold ids whose digits run
-    into each other's (11 and 2 hold "1 2" when written as text), so that ids must be compared as numbers."""
+    into each other's (11 and 2 hold "1 2" when written as text; ids of one to three digits drawn with the seed), so
+    that ids must be compared as numbers."""
     a, b, c, new = 7, 300, 42, 512
     cases = [
         ([a, b], (a, b)),
@@ -408,6 +409,15 @@ def check_merge(merge: Callable, seed: int = 0) -> None:
     for _ in range(10):
         ids = [rng.choice((1, 2, 11, 12, 21)) for _ in range(rng.randint(2, 20))]
         cases.append((ids, rng.choice([(1, 2), (2, 1), (1, 1), (2, 2)])))
+    # Ids of one to three digits, drawn with the seed: among them ids whose digits end in those of the pair's first id
+    # or start with those of its second (read as text, "112 3" holds "12 3"), and one such pair of neighbours.
+    for _ in range(6):
+        first, second = rng.randint(1, 99), rng.randint(1, 49)
+        ending, starting = int(f"{rng.randint(1, 3)}{first}"), int(f"{second}{rng.randint(0, 9)}")
+        pool = (first, second, ending, starting, rng.randint(1, 255))
+        ids = [rng.choice(pool) for _ in range(rng.randint(3, 16))]
+        cut = rng.randint(0, len(ids))
+        cases.append((ids[:cut] + [ending, second] + ids[cut:], (first, second)))
     answered = []  # (result, expected, ids, pair, call) of every case
     for ids, pair in cases:
         call = f"merge({_shown(ids)}, {pair}, {new})"
@@ -456,14 +466,7 @@ def _name_merge_mistake(answered: list[tuple], new: int) -> None:
     result, expected, ids, pair, call = (telling or [wrong[0][0]])[0]
     gave, expected_text = f"{call} gave {_shown(result)}", f"expected {_shown(expected)}"
     if mistake == "text":
-        strange = [i for i in result if i != new and i not in ids]  # ids that come from nowhere
-        raise CheckFailed(
-            f"{gave}: "
-            + (f"the id {strange[0]} is neither an id of the list nor {new}. " if strange else "")
-            + "The digits of an id were joined with a "
-            f'neighbour\'s: written as text, "11 2" holds "1 2". Compare the ids as numbers, position by position '
-            f"({expected_text})."
-        )
+        _joined_digits(result, expected, ids, new, call)
     if mistake == "unchanged":
         raise CheckFailed(
             f"{call} gave the list unchanged, though {pair} occurs in it, and so did every call: no occurrence was "
@@ -499,8 +502,22 @@ def _name_merge_mistake(answered: list[tuple], new: int) -> None:
     )
 
 
+def _joined_digits(result: list[int], expected: list[int], ids: list[int], new: int, call: str) -> None:
+    """Fail naming ids compared as text: the pair's digits found across two ids, which joins theirs."""
+    strange = [i for i in result if i != new and i not in ids]  # ids that come from nowhere
+    raise CheckFailed(
+        f"{call} gave {_shown(result)}: "
+        + (f"the id {strange[0]} is neither an id of the list nor {new}. " if strange else "")
+        + "The digits of an id were joined with a "
+        f'neighbour\'s: written as text, "11 2" holds "1 2". Compare the ids as numbers, position by position '
+        f"(expected {_shown(expected)})."
+    )
+
+
 def _diagnose_merge(result: list[int], expected: list[int], ids: list[int], pair: tuple, new: int, call: str) -> None:
     """What this case shows, where no known mistake explains every case."""
+    if result == _merged(ids, pair, new_id=new, scanned_from="text"):
+        _joined_digits(result, expected, ids, new, call)
     if result == ids and pair in pair_counts(ids, overlapping=True):
         raise CheckFailed(
             f"{call} gave the list unchanged, though {pair} occurs in it: no occurrence was replaced (expected "

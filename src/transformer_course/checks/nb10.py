@@ -917,8 +917,10 @@ def _shifted_gradient(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
 # whose next-token logits are a row of a table chosen by the last token, so that the distribution of every generated
 # token is known exactly.
 #
-# Correct answers may differ in two places, which the cases therefore avoid. A tie at the k-th place: torch.topk keeps
-# k of the tied tokens, and does not promise which, while TopKLogitsWarper keeps all of them. A total of the most
+# A tie at the k-th place has a case of its own: TopKLogitsWarper keeps every token whose logit is at least the k-th
+# largest, all the tied ones, and so must an answer (the notebook says so); torch.topk's indices alone keep k of them,
+# and do not promise which. The other cases keep top_k clear of ties at the k-th place, so that that mistake is told
+# there and nowhere else. Correct answers may differ in one place, which the cases therefore avoid: a total of the most
 # probable tokens within rounding of top_p: TopPLogitsWarper removes a token when the sum from the least probable
 # token up to it is at most 1 - top_p, which in exact arithmetic is the same rule as "keep the smallest set of most
 # probable tokens whose total reaches top_p" (at equality too), but sums taken from the two ends round differently.
@@ -1068,8 +1070,45 @@ def check_next_token_probabilities(next_token_probabilities, seed: int = 0) -> N
         (flat, 1.0, VOCAB + 5, 1.0),
     ]:
         _check_case(next_token_probabilities, case_logits, temperature, top_k, top_p)
+    _check_tie_at_kth(next_token_probabilities, seed)
     _check_greedy(next_token_probabilities, seed)
     passed("next_token_probabilities", "equals transformers' temperature, top-k and top-p warpers; 0 is greedy")
+
+
+def _tied_logits(seed: int) -> tuple[torch.Tensor, int]:
+    """(2, VOCAB) logits on a grid of 0.5 (exact ties), each row's tokens in an order drawn with the seed, and a top_k
+    from the seed with a tie at the k-th place: in the first row the k-th and (k+1)-th largest logits are equal, in
+    the second the (k-1)-th to the (k+1)-th."""
+    top_k = 2 + seed % 4
+    rows = []
+    for row, tied in enumerate(((top_k - 1, top_k), (top_k - 2, top_k - 1, top_k))):
+        values = 3.0 - 0.5 * torch.arange(VOCAB, dtype=torch.float32)  # (vocab,): descending, 3.0 to -2.5
+        values[list(tied)] = values[tied[0]].item()
+        order = torch.randperm(VOCAB, generator=torch.Generator().manual_seed(seed + 10 * row + 5))
+        rows.append(values[order])
+    return torch.stack(rows), top_k  # (2, vocab)
+
+
+def _check_tie_at_kth(next_token_probabilities, seed: int) -> None:
+    """Top-k where the k-th largest logit is tied: every token tied with it is kept, as TopKLogitsWarper keeps them."""
+    logits, top_k = _tied_logits(seed)
+    call = _describe(logits, 1.0, top_k, None) + " whose k-th largest logit is tied with the next"
+    probs = call_learner(next_token_probabilities, logits, temperature=1.0, top_k=top_k, top_p=None, call=call)
+    expect_tensor(probs, "next_token_probabilities", logits.shape, logits.dtype)
+    kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (batch, 1)
+    allowed = logits >= kth  # (batch, vocab): the k-th largest and every token tied with it
+    kept = probs > 0  # (batch, vocab)
+    if not (kept & ~allowed).any() and (kept.sum(dim=-1) == top_k).all() and not torch.equal(kept, allowed):
+        row = int((kept != allowed).any(dim=-1).nonzero()[0])
+        dropped = (allowed[row] & ~kept[row]).nonzero().flatten().tolist()
+        raise CheckFailed(
+            f"{call}: you kept exactly top_k={top_k} tokens, so in row {row} the token{'s' if len(dropped) > 1 else ''}"
+            f" {dropped}, tied with the k-th largest logit ({kth[row, 0].item():g}), got probability 0 while an equal "
+            "logit was kept; which of the tied ones goes is left to chance. Keep every token whose logit is at least "
+            "the k-th largest, all the tied ones, as transformers' TopKLogitsWarper does: compare the logits with the "
+            "k-th largest value (torch.topk(...).values[:, -1:]), not with positions."
+        )
+    _expect_distribution(probs, logits, 1.0, top_k, None, call)
 
 
 def _check_case(next_token_probabilities, logits: torch.Tensor, temperature: float, top_k, top_p) -> None:
@@ -1174,8 +1213,9 @@ def _diagnose_top_k_off_by_one(probs: torch.Tensor, scaled: torch.Tensor, top_k:
         "you kept the tokens down to the (k+1)-th most probable, that is k + 1": scaled >= ordered[:, top_k, None],
         "you kept only the tokens more probable than the k-th, that is k - 1": scaled > kth,
     }
+    right = scaled >= kth  # (batch, vocab): with a tie at the k-th place, one of the mistakes keeps the same tokens
     for mistake, kept in mistakes.items():
-        if torch.equal(probs > 0, kept):
+        if torch.equal(probs > 0, kept) and not torch.equal(kept, right):
             raise CheckFailed(
                 f"{call}: {mistake}. Keep the top_k={top_k} most probable tokens, the k-th included "
                 "(torch.topk(logits, top_k) gives them; its last value is the smallest kept)."

@@ -503,9 +503,12 @@ def check_grouped_query_attention(grouped_query_attention, seed: int = 0) -> Non
     query head it must be multi-head attention, with one key head for all multi-query attention."""
     causal = torch.ones(7, 7, dtype=torch.bool).tril()
     scattered = (seeded_randn(7, 7, seed=seed + 20) > 0) | torch.eye(7, dtype=torch.bool)  # each query sees itself
+    lengths = torch.tensor([6 - seed % 3, 3 + seed % 2])  # (batch,): each sequence's real keys, the rest padding
+    padding = (torch.arange(7) < lengths[:, None])[:, None, None, :]  # (batch, 1, 1, seq)
     masks = {
         "": None,
         ", mask=causal": causal,
+        f", mask=padding (batch, 1, 1, seq) that hides the keys past {lengths.tolist()} in each sequence": padding,
         ", mask=scattered (True at random places and on the diagonal)": scattered,
     }
     for heads, kv_heads in ((4, 2), (6, 3), (4, 4), (4, 1), (8, 2)):
@@ -593,9 +596,9 @@ def _diagnose_gqa(out, q, k, v, mask, heads: int, kv_heads: int, call: str) -> N
             "1, so the softmax runs over the keys, the last axis (dim=-1)."
         )
     if mask is not None:
-        seeing = (~mask).any(dim=-1)  # (seq,): the queries that see some key under the inverted mask
+        seeing = (~mask).any(dim=-1).expand(out.shape[:-1])  # (batch, heads, seq): queries that see some key then
         inverted = F.scaled_dot_product_attention(q, k, v, attn_mask=~mask, enable_gqa=True)
-        if matches(out[..., seeing, :], inverted[..., seeing, :]):
+        if matches(out[seeing], inverted[seeing]):
             raise CheckFailed(
                 f"{call} uses the mask the wrong way round: it hides the keys the mask marks True and shows the "
                 "others. True means that a query may attend to that key (notebook 04, and the attn_mask of "

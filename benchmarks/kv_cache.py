@@ -12,7 +12,7 @@ must write the same tokens. Hugging Face's is GPT2LMHeadModel built from a confi
 tokens too. The best round of each is reported, with their ratios and the time per token at the first and the last
 positions. Memory: the most bytes that the tensors created during one call held at once
 (allocations_of), causal, one sentence, 4 heads of 16, no gradients. A benchmark, not a test: the figures quoted in
-README.md come from here.
+benchmarks/RESULTS.md come from here.
 """
 
 import argparse

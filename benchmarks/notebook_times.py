@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/notebook_times.py [--repeat N]
 
 Prints seconds per notebook (the best of N runs, kernel start included). A benchmark, not a test: the
-figures quoted in README.md come from here.
+figures in benchmarks/RESULTS.md come from here.
 """
 
 import argparse

@@ -6,7 +6,7 @@ notebook, a grading job).
 
 The thread counts alternate within one process, round after round, so that both see the same machine. The busy
 neighbour is a process that spins on one core for as long as it is alive. A benchmark, not a test: the figures
-quoted in notebook 08 and the README come from here.
+quoted in notebook 08 and benchmarks/RESULTS.md come from here.
 """
 
 import argparse

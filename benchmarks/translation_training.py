@@ -10,7 +10,7 @@ full model); and the same from-scratch model with PyTorch's fused kernels for th
     .venv/bin/python benchmarks/translation_training.py [--seconds 120] [--rounds 5]
 
 The learner's functions are taken from the solution notebook, so this measures what the notebook runs. A
-benchmark, not a test: the figures quoted in README.md come from here.
+benchmark, not a test: the figures in benchmarks/RESULTS.md come from here.
 """
 
 import argparse

@@ -40,8 +40,18 @@ STUDENT_FILES = tuple(str(HERE / name) for name in ("student.py", "wire.py", "pe
 CONTAINER_PROTOCOL = frozenset({"__len__", "__getitem__", "__contains__"})
 
 
+# Bytes the student's process may send the judge while one test runs: the judge keeps what arrives (mirrors of the
+# learner's modules, their tensors) until the test ends, and it runs outside the sandbox. The course's tests take at
+# most a few MiB each (3.3 in notebook 10, measured on its solution and kept wrong answers).
+MAX_RECEIVED_PER_TEST = 2**28
+
+
 class Stopped(Exception):
     """The student's process is gone (ended, killed after ignoring an interrupt, or broke the pipe's framing)."""
+
+
+class SentTooMuch(Stopped):
+    """The student's process sent more than MAX_RECEIVED_PER_TEST during one test; the judge stops listening."""
 
 
 @dataclass
@@ -68,8 +78,22 @@ class DeadlinePipe(wire.Pipe):
         self.wait = wait
         os.set_blocking(write_fd, False)
 
+    received = 0  # bytes of the messages read since the test began (Judge.run_test)
+
     def wait_readable(self) -> None:
         self.wait(self.read_fd, readable=True)
+
+    def receive_bytes(self) -> bytes:
+        (length,) = wire.HEADER.unpack(self._read(wire.HEADER.size))
+        self.received += length
+        if self.received > MAX_RECEIVED_PER_TEST:
+            raise SentTooMuch(
+                f"your code sent the grader more than {MAX_RECEIVED_PER_TEST // 2**20} MiB during one test (a "
+                "module or tensor far larger than the exercise needs?), so the grader stopped it"
+            )
+        if length > wire.MAX_MESSAGE:
+            raise wire.WireError(f"a message of {length} bytes")
+        return self._read(length)
 
     def send_bytes(self, message: bytes) -> None:
         data = wire.HEADER.pack(len(message)) + message
@@ -138,6 +162,7 @@ class Judge(peer.Peer):
     def run_test(self, source: str) -> "TestRun":
         """Run a test cell here, the learner's names as proxies: its error, and what it printed."""
         self.clock.start()
+        self.pipe.received = 0
         namespace, printed = dict(self.imports), io.StringIO()
         try:
             for name in sorted(names_used(source) - set(namespace) - set(vars(builtins))):

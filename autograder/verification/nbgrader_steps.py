@@ -42,7 +42,7 @@ from autograder.cells import grade_id, is_answer, is_test, key, label
 from autograder.job_watch import CellWatch
 from autograder.verification import sealed_run, structure
 from autograder.verification.findings import CellFailed, Finding, TimedOut, Unreadable
-from autograder.verification.judge import STUDENT_FILES, Judge, Stopped, TestRun, course_imports
+from autograder.verification.judge import STUDENT_FILES, Judge, SentTooMuch, Stopped, TestRun, course_imports
 from autograder.verification.sandbox import Sandbox, unavailable
 
 VERIFICATION = "course_verification"  # the autograded notebook's metadata key: {"notes": [...], "seconds": s}
@@ -272,6 +272,8 @@ class JudgedExecute(Execute):
                 run = judge.run_test(source)
                 judge.clock.start()
                 judge.pipe.send({"op": "stop"})
+            except SentTooMuch as stopped:
+                return TestRun(["SentTooMuch", str(stopped)], "", False)
             except Stopped as stopped:
                 return TestRun(["KernelEnded", f"the notebook's kernel ended during the test: {stopped}"], "", False)
         return run

@@ -320,6 +320,9 @@ def test_the_variants_encode_as_their_names_say():
     assert nb09.bpe_encoded("a aa", merges, order="word by word") == [97, 32, 256]
     assert nb09.bpe_encoded("a aa", merges, order="learned") == [258, 256]
     assert nb09.bpe_encoded("aab", [(97, 97), (97, 98)], order="highest rank first") == [97, 257]
+    # (256, 256) is no merge: ranked 0, it comes before (256, 97), rank 1, and the loop stops.
+    assert nb09.bpe_encoded("aaaaa", [(97, 97), (256, 97)], order="unknown pairs ranked 0") == [256, 256, 97]
+    assert nb09.bpe_encoded("baa", [(97, 97)], order="unknown pairs ranked 0") == [98, 97, 97]  # (98, 97) first
 
 
 def test_a_train_bpe_that_keeps_its_merges_between_calls_is_named():

@@ -954,6 +954,75 @@ def beam_search_splitting_the_flat_index_by_beam_size(model, src, beam_size, max
     return best_words[1:]
 
 
+@wrong_answer("beam_search", message="the first hypothesis to end with EOS, and your search stopped there")
+def beam_search_returning_the_first_finished_hypothesis(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    alive = [([BOS], 0.0)]
+    for _ in range(max_len):
+        words = torch.tensor([w for w, _ in alive])
+        logits = model.decode(words, memory.expand(len(alive), -1, -1), target_mask(words, PAD), src_mask)
+        log_p = logits[:, -1].log_softmax(dim=-1)
+        totals = torch.tensor([s for _, s in alive])[:, None] + log_p
+        best = totals.flatten().topk(min(beam_size, totals.numel()))
+        alive = []
+        for total, index in zip(best.values.tolist(), best.indices.tolist()):
+            hyp, word = divmod(index, log_p.shape[-1])
+            if word == EOS:
+                return words[hyp].tolist()[1:] + [EOS]
+            alive.append((words[hyp].tolist() + [word], total))
+    best_words, _ = max(alive, key=lambda c: c[1] / (len(c[0]) - 1) ** alpha)
+    return best_words[1:]
+
+
+@wrong_answer("beam_search", message="Your search multiplies probabilities (the score times softmax)")
+def beam_search_multiplying_probabilities(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    alive, finished = [([BOS], 1.0)], []
+    for _ in range(max_len):
+        words = torch.tensor([w for w, _ in alive])
+        logits = model.decode(words, memory.expand(len(alive), -1, -1), target_mask(words, PAD), src_mask)
+        p = logits[:, -1].softmax(dim=-1)
+        scores = torch.tensor([s for _, s in alive])[:, None] * p
+        best = scores.flatten().topk(min(beam_size, scores.numel()))
+        alive = []
+        for score, index in zip(best.values.tolist(), best.indices.tolist()):
+            hyp, word = divmod(index, p.shape[-1])
+            (finished if word == EOS else alive).append((words[hyp].tolist() + [word], score))
+        if not alive:
+            break
+    best_words, _ = max(finished + alive, key=lambda c: c[1] / (len(c[0]) - 1) ** alpha)
+    return best_words[1:]
+
+
+@wrong_answer(
+    "beam_search", message="turns a flat index into (word, hypothesis) = divmod(index, the number of hypotheses)"
+)
+def beam_search_decoding_the_flat_index_the_wrong_way_round(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    alive, finished = [([BOS], 0.0)], []
+    for _ in range(max_len):
+        words = torch.tensor([w for w, _ in alive])
+        logits = model.decode(words, memory.expand(len(alive), -1, -1), target_mask(words, PAD), src_mask)
+        log_p = logits[:, -1].log_softmax(dim=-1)
+        totals = torch.tensor([s for _, s in alive])[:, None] + log_p
+        k = len(alive)
+        best = totals.flatten().topk(min(beam_size, totals.numel()))
+        alive = []
+        for total, index in zip(best.values.tolist(), best.indices.tolist()):
+            word, hyp = divmod(index, k)
+            (finished if word == EOS else alive).append((words[hyp].tolist() + [word], total))
+        if not alive:
+            break
+    best_words, _ = max(finished + alive, key=lambda c: c[1] / (len(c[0]) - 1) ** alpha)
+    return best_words[1:]
+
+
 @wrong_answer("beam_search", message="under Google's penalty, ((5 + length) / 6)**alpha")
 def beam_search_with_the_gnmt_length_penalty(model, src, beam_size, max_len, alpha=0.6):
     src = src[None]

@@ -401,6 +401,19 @@ def encode_with_pairs_present_at_the_start(text, merges):
     return ids
 
 
+@wrong_answer("encode", message="you gave a pair that is no merge the rank 0")
+def encode_ranking_unknown_pairs_0(text, merges):
+    ids = list(text.encode())
+    rank = {pair: i for i, pair in enumerate(merges)}
+    while len(ids) >= 2:
+        counts = count_pairs(ids)
+        pair = min(counts, key=lambda p: rank.get(p, 0))
+        if pair not in rank:
+            break
+        ids = merge(ids, pair, 256 + rank[pair])
+    return ids
+
+
 @wrong_answer("encode", message="you replaced every learned pair in one scan from the left")
 def encode_in_one_pass(text, merges):
     ids = list(text.encode())

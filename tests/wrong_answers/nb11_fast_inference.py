@@ -240,6 +240,17 @@ def cached_block_forward_appending_twice(block, x, cache):
     return x + block.mlp(block.ln_2(x))
 
 
+@wrong_answer("cached_block_forward", message="If you built the mask with torch.tril, its diagonal is too far right")
+def cached_block_forward_with_the_diagonal_at_the_total(block, x, cache):
+    past, new = len(cache), x.shape[1]
+    total = past + new
+    q, k, v = block.attention.project_heads(block.ln_1(x))
+    keys, values = cache.append(k, v)
+    visible = torch.ones(new, total, dtype=torch.bool).tril(diagonal=total)
+    x = x + block.attention.project_output(F.scaled_dot_product_attention(q, keys, values, attn_mask=visible))
+    return x + block.mlp(block.ln_2(x))
+
+
 @wrong_answer("cached_block_forward", message="does not see its own key")
 def cached_block_forward_hiding_each_query_from_itself(block, x, cache):
     past, new = len(cache), x.shape[1]

@@ -122,7 +122,9 @@ def bpe_encoded(text: str, merges: list[tuple[int, int]], *, order: str, units: 
     "restarting" applies each merge to the text's bytes, not to the result of the merge before, so that only the
     last merge is kept; "stopping at an absent pair" applies them in learned order but stops at the first merge whose
     pair does not occur in the sequence at its turn; "word by word" encodes each part of the text between spaces on
-    its own and joins them with a space's byte, so that no token holds a space and its neighbour. units="characters"
+    its own and joins them with a space's byte, so that no token holds a space and its neighbour; "unknown pairs
+    ranked 0" merges again and again the lowest-ranked pair present, giving a pair that is no merge the rank 0, and
+    stops as soon as such a pair comes first (it ties with merge 0 and occurs first). units="characters"
     starts from the code points instead."""
     if order == "word by word":
         words = [bpe_encoded(word, merges, order="learned", units=units) for word in text.split(" ")]
@@ -164,6 +166,14 @@ def bpe_encoded(text: str, merges: list[tuple[int, int]], *, order: str, units: 
             found.append(id_of[data[start : start + size]])
             start += size
         return found
+    if order == "unknown pairs ranked 0":
+        rank_of = {pair: rank for rank, pair in ranked}
+        while len(ids) >= 2:
+            pair = min(pair_counts(ids, overlapping=True), key=lambda pair: rank_of.get(pair, 0))
+            if pair not in rank_of:
+                return ids
+            ids = _merged(ids, pair, new_id=FIRST_NEW_ID + rank_of[pair])
+        return ids
     if order in ("by count", "highest rank first"):
         rank_of = {pair: rank for rank, pair in ranked}
         while known := {pair: n for pair, n in pair_counts(ids, overlapping=True).items() if pair in rank_of}:
@@ -743,6 +753,11 @@ ORDER_MISTAKES = {
     "highest rank first": "you merged again and again the pair present whose merge was learned last (the highest "
     "rank). A later merge joins tokens that earlier merges create: take the lowest-ranked pair present, the merge "
     "learned first, or apply merge 0 over the whole text, then merge 1, and so on",
+    "unknown pairs ranked 0": "you gave a pair that is no merge the rank 0 (rank.get(pair, 0), say), the rank of "
+    "the first merge: it ranks below every other merge, so the lowest-ranked pair present is often a pair that is no "
+    "merge, and your loop stops there while learned merges are still present. A pair that is no merge "
+    "must rank after every merge: give it the rank infinity (float('inf')), so that the loop stops only when no "
+    "pair present is a merge",
     "word by word": "you encoded each word (each part between spaces) on its own, so that no token joins a space with "
     "its neighbours. This notebook's BPE runs over the whole text, spaces included, and its merges can join a space "
     "with a letter (GPT-2's tokenizer does split the text into words first, with a regular expression, but that is "

@@ -335,8 +335,11 @@ def _diagnose_block(block: nn.Module, x: torch.Tensor, start: int, end: int, out
     every_key = torch.ones(new, end, dtype=torch.bool)
     causal = every_key.tril(start)  # (new, end): new position i sees keys 0 to start + i
     masks = {
-        "the new positions see each other without a causal mask: new position i may see the cached positions and "
-        "the new positions up to i, not the later new ones": every_key,
+        f"every new position sees every key, the later new positions too, as without a causal mask: new position "
+        f"i may see the cached positions and the new positions up to i, not the later new ones. If you built the "
+        f"mask with torch.tril, its diagonal is too far right: tril(diagonal=d) lets new position i see keys 0 to "
+        f"i + d, so d must be the number cached, here {start}; a diagonal of {end - 1} or more (such as cached + "
+        f"new = {end}) keeps every key, as no mask does": every_key,
         "the new queries attend only to the new keys: attend to every cached position too (what cache.append "
         "returns)": torch.zeros(new, end, dtype=torch.bool).index_fill(1, torch.arange(start, end), True).tril(start),
         "the causal mask is aligned to the first key, as is_causal=True does: with a cache the new queries are the "

@@ -63,3 +63,17 @@ def test_show_closes_the_figures_undrawn_while_nbgrader_grades_and_shows_them_ot
     monkeypatch.setenv("NBGRADER_EXECUTION", "1")
     show()
     assert len(shown) == 1 and plt.get_fignums() == []
+
+
+def test_notebooks_show_figures_and_ask_whether_they_are_graded_through_the_package():
+    """plots.show() closes figures undrawn while nbgrader grades, and QUICK says when that is: no notebook calls
+    plt.show() or reads nbgrader's variable itself."""
+    import json
+    from pathlib import Path
+
+    solutions = Path(__file__).resolve().parents[2] / "solutions"
+    for notebook in sorted(solutions.glob("*/*.ipynb")):
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        text = "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "code")
+        assert "plt.show()" not in text, f"{notebook.name}: use transformer_course.plots.show()"
+        assert "NBGRADER_EXECUTION" not in text, f"{notebook.name}: use transformer_course.QUICK"

@@ -18,11 +18,11 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.gpt_training import CONFIGURATION  # noqa: E402
-from transformer_course.checks.nb10 import gpt2_twin  # noqa: E402
-from transformer_course.data.bytes_corpus import VOCAB_SIZE, as_bytes, random_windows  # noqa: E402
-from transformer_course.data.documentation import splits  # noqa: E402
-from transformer_course.reference import GPT  # noqa: E402
+from benchmarks.gpt_training import CONFIGURATION
+from transformer_course.checks.nb10 import gpt2_twin
+from transformer_course.data.bytes_corpus import VOCAB_SIZE, as_bytes, random_windows
+from transformer_course.data.documentation import splits
+from transformer_course.reference import GPT
 
 
 def loss_of(model, windows: torch.Tensor) -> torch.Tensor:

@@ -18,10 +18,10 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from transformer_course.data.bytes_corpus import VOCAB_SIZE, as_bytes, consecutive_windows, endless_windows  # noqa: E402
-from transformer_course.data.documentation import splits  # noqa: E402
-from transformer_course.reference import GPT  # noqa: E402
-from transformer_course.training import train  # noqa: E402
+from transformer_course.data.bytes_corpus import VOCAB_SIZE, as_bytes, consecutive_windows, endless_windows
+from transformer_course.data.documentation import splits
+from transformer_course.reference import GPT
+from transformer_course.training import train
 
 # The notebook's configuration: model sizes, batch, schedule and number of steps.
 CONFIGURATION = {

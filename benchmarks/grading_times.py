@@ -26,10 +26,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from autograder.class_folder import ClassFolder  # noqa: E402
-from autograder.grading import CELL_TIMEOUT, NORMAL_RUNS, Limits, Outcome  # noqa: E402
-from autograder.repository import assignments, this_python_first  # noqa: E402
-from autograder.submissions import filled_in, solution_code  # noqa: E402
+from autograder.class_folder import ClassFolder
+from autograder.grading import CELL_TIMEOUT, NORMAL_RUNS, Limits, Outcome
+from autograder.repository import assignments, this_python_first
+from autograder.submissions import filled_in, solution_code
 
 # nbgrader's own autograde steps (nbgrader.converters.autograde), in place of the course's.
 PLAIN = """

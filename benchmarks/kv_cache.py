@@ -24,11 +24,11 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from autograder.submissions import solved_namespace  # noqa: E402
-from transformer_course.allocations import allocations_of  # noqa: E402
-from transformer_course.checks.nb10 import gpt2_twin  # noqa: E402
-from transformer_course.decoding_time import greedy_step_seconds  # noqa: E402
-from transformer_course.reference import GPT  # noqa: E402
+from autograder.submissions import solved_namespace
+from transformer_course.allocations import allocations_of
+from transformer_course.checks.nb10 import gpt2_twin
+from transformer_course.decoding_time import greedy_step_seconds
+from transformer_course.reference import GPT
 
 ASSIGNMENT = "11_fast_inference"
 

@@ -15,7 +15,7 @@ import nbformat
 from nbclient import NotebookClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from autograder.repository import SOLUTIONS, notebook_paths  # noqa: E402
+from autograder.repository import SOLUTIONS, notebook_paths
 
 
 def seconds_to_run(path: Path) -> float:

@@ -19,9 +19,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.translation_training import CONFIGURATION, notebook_functions  # noqa: E402
-from transformer_course import reference  # noqa: E402
-from transformer_course.data.translation import Vocabulary, endless_batches, splits  # noqa: E402
+from benchmarks.translation_training import CONFIGURATION, notebook_functions
+from transformer_course import reference
+from transformer_course.data.translation import Vocabulary, endless_batches, splits
 
 
 def spin() -> None:

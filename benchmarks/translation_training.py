@@ -26,12 +26,12 @@ import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from autograder.repository import assignments  # noqa: E402
-from autograder.submissions import solution_code, solution_notebooks, solved_namespace  # noqa: E402
-from transformer_course import reference  # noqa: E402
-from transformer_course.checks.nb06 import load_stack  # noqa: E402
-from transformer_course.data.translation import PAD, Vocabulary, endless_batches, splits  # noqa: E402
-from transformer_course.evaluation import exact_match, token_accuracy, translate_all  # noqa: E402
+from autograder.repository import assignments
+from autograder.submissions import solution_code, solution_notebooks, solved_namespace
+from transformer_course import reference
+from transformer_course.checks.nb06 import load_stack
+from transformer_course.data.translation import PAD, Vocabulary, endless_batches, splits
+from transformer_course.evaluation import exact_match, token_accuracy, translate_all
 
 ASSIGNMENT = "08_training_and_decoding"
 CONFIGURATION = {"d_model": 64, "num_heads": 4, "d_ff": 256, "num_layers": 2}

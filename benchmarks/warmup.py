@@ -28,11 +28,11 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.translation_training import notebook_functions  # noqa: E402
-from transformer_course import reference  # noqa: E402
-from transformer_course.data.translation import MAX_WORDS, Vocabulary, endless_batches, splits  # noqa: E402
-from transformer_course.evaluation import exact_match, translate_all  # noqa: E402
-from transformer_course.training import train  # noqa: E402
+from benchmarks.translation_training import notebook_functions
+from transformer_course import reference
+from transformer_course.data.translation import MAX_WORDS, Vocabulary, endless_batches, splits
+from transformer_course.evaluation import exact_match, translate_all
+from transformer_course.training import train
 
 CONFIGURATION = {"d_model": 64, "num_heads": 4, "d_ff": 256}  # notebook 08's, without the depth
 WARMUP_STEPS = 400

@@ -257,7 +257,7 @@ def filled_call(function: Callable, filling: dict) -> Callable:
 
 
 def filled_init(cls: type, filling: dict) -> Callable:
-    def __init__(self, *args, **kwargs):  # noqa: N807 (a subclass's __init__)
+    def __init__(self, *args, **kwargs):
         cls.__init__(self, *args, **{**filling, **kwargs})
 
     return __init__

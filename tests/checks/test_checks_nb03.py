@@ -324,7 +324,7 @@ def notebook_with(split: str, merge: str) -> dict:
     """A learner's namespace holding split_heads and merge_heads written as given, and a right module calling them."""
     namespace = {"torch": torch, "nn": nn, "attention": attention}
     for code in (split, merge, MODULE_CALLING_SPLIT_AND_MERGE):
-        exec(code, namespace)  # noqa: S102 (a learner's cells)
+        exec(code, namespace)
     return namespace
 
 
@@ -357,7 +357,7 @@ def test_at_home_a_module_reshaping_inline_is_told_so_when_the_learners_split_an
         r"self.\1(\2).reshape(\2.shape[0], self.num_heads, \2.shape[1], -1)",
         MODULE_CALLING_SPLIT_AND_MERGE,
     )
-    exec(inline, namespace)  # noqa: S102
+    exec(inline, namespace)
     with pytest.raises(CheckFailed) as failure:
         nb03.check_multi_head_attention(namespace["MultiHeadAttention"])
     assert "Call split_heads and merge_heads (Exercises 1 and 2) instead of reshaping in forward" in str(failure.value)

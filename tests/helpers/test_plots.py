@@ -2,11 +2,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
+import torch
 
-from transformer_course.plots import attention_heads, attention_heatmap, curves, mask_heatmap, show  # noqa: E402
+from transformer_course.plots import attention_heads, attention_heatmap, curves, mask_heatmap, show
 
 
 def test_heatmap_labels_rows_as_queries_and_columns_as_keys():

@@ -341,7 +341,7 @@ def train_bpe_with_the_next_unused_id(text, num_merges):
 
 
 @wrong_answer("train_bpe", message="keeps merges from earlier calls")
-def train_bpe_with_a_default_list(text, num_merges, merges=[]):  # noqa: B006 (the mistake kept here)
+def train_bpe_with_a_default_list(text, num_merges, merges=[]):
     ids = list(text.encode())
     for i in range(num_merges):
         counts = count_pairs(ids)

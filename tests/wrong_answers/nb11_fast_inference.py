@@ -114,7 +114,7 @@ class KVCacheCountingTheAppends:
 
 @wrong_answer("KVCache", message="or a default argument such as def __init__(self, keys=[])")
 class KVCacheWithListsAsDefaultArguments:
-    def __init__(self, keys=[], values=[]):  # noqa: B006 (the mistake kept)
+    def __init__(self, keys=[], values=[]):
         self.keys, self.values = keys, values  # the parts appended so far
 
     def __len__(self):

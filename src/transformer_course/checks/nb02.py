@@ -829,7 +829,7 @@ EQUAL_SIZE = 4  # d_model = d_k = d_v of the second module the check builds, whe
 
 
 @learner_facing
-def check_single_head_attention(SingleHeadAttention: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+def check_single_head_attention(SingleHeadAttention: type, seed: int = 0) -> None:
     """Check the projections (without bias), self-attention, cross-attention, masking and gradients of the module.
 
     The projections may be nn.Linear layers or nn.Parameter matrices, in either layout: the check finds them by
@@ -883,7 +883,7 @@ def _expect_queries_and_keys_can_learn(module: nn.Module, x, context) -> None:
     try:
         outputs, _ = expect_pair(call_learner(module, x, context=context, call=call), call)
         (outputs * seeded_randn(*outputs.shape, seed=98)).sum().backward()
-    except Exception:  # noqa: BLE001 - a crash or a missing gradient is told by the checks that follow
+    except Exception:
         module.zero_grad()
         return
     grads = [tensor.grad for tensor in tensors.values()]
@@ -973,7 +973,7 @@ def _check_module_on(learners: tuple, matrices: dict, x, context, mask, call: st
     class and the module built from it: the class builds a second module, of equal sizes, to name projections
     applied the wrong way round or mixed up, where the shapes of the first do not fit. (Build it from the class, not
     from type(module): while grading, the module is a stand-in for the learner's, and its type is not their class.)"""
-    SingleHeadAttention, module = learners  # noqa: N806 (a class)
+    SingleHeadAttention, module = learners
     keys_from = x if context is None else context
     kwargs = {} if context is None else {"context": context}
     if mask is not None:
@@ -1163,7 +1163,7 @@ def mixed_up_projections(used: tuple[str, str, str]) -> str:
     )
 
 
-def _diagnose_on_equal_sizes(SingleHeadAttention: type, module: nn.Module, seed: int) -> str | None:  # noqa: N803
+def _diagnose_on_equal_sizes(SingleHeadAttention: type, module: nn.Module, seed: int) -> str | None:
     """Build a second module, with d_model = d_k = d_v, where projections applied the wrong way round or mixed up
     still fit, and return what its self-attention shows: the matrices multiplied untransposed, or a projection
     used for another's part; None if it shows neither. ``module`` is the check's, whose shapes tell in which

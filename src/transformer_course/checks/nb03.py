@@ -381,7 +381,7 @@ def _pair(result, call: str) -> tuple:
 
 
 @learner_facing
-def check_multi_head_attention(MultiHeadAttention: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+def check_multi_head_attention(MultiHeadAttention: type, seed: int = 0) -> None:
     """Check the module against nn.MultiheadAttention with copied weights: self- and cross-attention, a mask
     (n_q, n_k) shared by the batch, a padding mask (batch, 1, n_k) and a mask (batch, n_q, n_k) that differ per
     sentence, two head counts, and the mask (n_q, n_k) again for a batch of n_q sentences; then that training could
@@ -426,7 +426,7 @@ def _padding(batch: int, n_k: int, seed: int) -> torch.Tensor:
     return torch.arange(n_k) >= lengths[:, None]  # (batch, n_k)
 
 
-def _build(MultiHeadAttention: type, d_model: int, num_heads: int, seed: int) -> nn.Module:  # noqa: N803
+def _build(MultiHeadAttention: type, d_model: int, num_heads: int, seed: int) -> nn.Module:
     call = f"MultiHeadAttention(d_model={d_model}, num_heads={num_heads})"
     module = built_with_seed(MultiHeadAttention, d_model, num_heads, seed=seed, call=call)
     for name in PROJECTIONS:
@@ -656,7 +656,7 @@ def _diagnose_own_versions(module, num_heads: int, x, keys_from, allowed, output
             )
             heads, theirs_weights = attention(q, k, v, mask)
             theirs_outputs = F.linear(merge(heads), module.output.weight, module.output.bias)
-    except Exception:  # noqa: BLE001 (their split or merge gives what attention cannot take: no telling)
+    except Exception:
         return
     if matches(weights, theirs_weights) and matches(outputs, theirs_outputs):
         listed = " and ".join(failing)
@@ -703,7 +703,7 @@ def _diagnose_output_before_merge(run: _Run, x, call: str, failure: CheckFailed)
         changed = copy.deepcopy(module)
         changed.output.weight = nn.Parameter(seeded_randn(d_head, d_head, seed=run.seed + 31))
         changed.output.bias = nn.Parameter(seeded_randn(d_head, seed=run.seed + 37))
-    except Exception:  # noqa: BLE001 (a module that cannot be copied, or whose output is not a layer: no telling)
+    except Exception:
         return
     probe = f"module(x) with x {shape_of(x)}, in a copy whose self.output maps d_head → d_head features"
     try:
@@ -894,7 +894,7 @@ def _diagnose_split_before_projecting(run: _Run, x, call: str, failure: CheckFai
             layer = getattr(changed, name)
             layer.weight = nn.Parameter(seeded_randn(d_head, d_head, seed=run.seed + 53 + number))
             layer.bias = nn.Parameter(seeded_randn(d_head, seed=run.seed + 57 + number))
-    except Exception:  # noqa: BLE001 (a module that cannot be copied, or whose projections are not layers)
+    except Exception:
         return
     probe = f"module(x) with x {shape_of(x)}, in a copy whose query, key and value map d_head → d_head features"
     try:

@@ -727,7 +727,7 @@ MAX_LEN, D = 10, 6
 
 
 @learner_facing
-def check_learned_positional_embedding(LearnedPositionalEmbedding: type, seed: int = 0) -> None:  # noqa: N803
+def check_learned_positional_embedding(LearnedPositionalEmbedding: type, seed: int = 0) -> None:
     """Check x + E[position] for inputs with 0, 1 and 2 leading axes, which rows of the table get gradients, and
     the length limit, also for a batch whose size differs from the length."""
     call = f"LearnedPositionalEmbedding(max_len={MAX_LEN}, d={D})"
@@ -854,7 +854,7 @@ def _looks_up_a_column(module: nn.Module, seq: int) -> bool:
     weight = module.embedding.weight.detach()
     try:
         out = module(torch.zeros(seq, D))
-    except Exception:  # noqa: BLE001 - any exception means no
+    except Exception:
         return False
     expected = weight[:seq, None, :].expand(seq, seq, D)
     return isinstance(out, torch.Tensor) and out.shape == expected.shape and torch.allclose(out, expected, atol=1e-5)
@@ -865,7 +865,7 @@ def _adds_the_whole_table(module: nn.Module) -> bool:
     weight = module.embedding.weight.detach()
     try:
         out = module(torch.zeros(MAX_LEN, D))
-    except Exception:  # noqa: BLE001 - any exception means no
+    except Exception:
         return False
     return isinstance(out, torch.Tensor) and out.shape == weight.shape and torch.allclose(out, weight, atol=1e-5)
 
@@ -876,7 +876,7 @@ def _raises_value_error(module: nn.Module, shape: tuple[int, ...]) -> bool:
         module(torch.zeros(shape))
     except ValueError:
         return True
-    except Exception:  # noqa: BLE001 - any other exception means no
+    except Exception:
         return False
     return False
 
@@ -966,7 +966,7 @@ def _runs(module: nn.Module, shape: tuple[int, ...]) -> bool:
     """Whether module(x) returns, without an exception, for an x of this shape."""
     try:
         module(torch.zeros(shape))
-    except Exception:  # noqa: BLE001 - any exception means no
+    except Exception:
         return False
     return True
 
@@ -1004,7 +1004,7 @@ def _expect_value_error_beyond_max_len(module: nn.Module, seed: int) -> None:
         try:
             module(seeded_randn(*shape, seed=seed))
             outcomes[shape] = None
-        except Exception as error:  # noqa: BLE001 - any other exception is the learner's, and named below
+        except Exception as error:
             outcomes[shape] = error
     raised = [shape for shape, error in outcomes.items() if isinstance(error, ValueError)]
     if len(raised) == len(outcomes):

@@ -394,7 +394,7 @@ LAYER_NORM_CASES = [(6, 0.1, (3, 6)), (8, 1e-5, (2, 5, 8))]  # (d, eps, shape of
 
 
 @learner_facing
-def check_layer_norm(LayerNorm: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+def check_layer_norm(LayerNorm: type, seed: int = 0) -> None:
     """Check against nn.LayerNorm with the same gain and bias, for two eps values, and the gradients."""
     for d, eps, shape in LAYER_NORM_CASES:
         call = f"LayerNorm({d}, eps={eps})"
@@ -554,7 +554,7 @@ def _divided_by_first_axis(x: torch.Tensor, eps: float) -> dict[str, torch.Tenso
     return variants
 
 
-def _expect_starting_values(LayerNorm: type, seed: int) -> None:  # noqa: N803
+def _expect_starting_values(LayerNorm: type, seed: int) -> None:
     call = "LayerNorm(8)"
     norm = built_with_seed(LayerNorm, 8, seed=seed, call=call)
     gain, bias = norm.gain.detach(), norm.bias.detach()
@@ -571,7 +571,7 @@ def _expect_starting_values(LayerNorm: type, seed: int) -> None:  # noqa: N803
             )
 
 
-def _expect_default_eps(LayerNorm: type, seed: int) -> None:  # noqa: N803
+def _expect_default_eps(LayerNorm: type, seed: int) -> None:
     """Fail unless LayerNorm(8), built without eps, equals nn.LayerNorm(8) (eps=1e-5) on features of variance about
     1e-6, where eps decides much of the result: EncoderLayer and Encoder build their norms so."""
     call = "LayerNorm(8)"
@@ -602,7 +602,7 @@ def _expect_default_eps(LayerNorm: type, seed: int) -> None:  # noqa: N803
     expect_close(out, expected, f"{small}, compared with nn.LayerNorm(8), whose default eps is {DEFAULT_EPS:g}")
 
 
-def _gradcheck(LayerNorm: type, seed: int) -> None:  # noqa: N803
+def _gradcheck(LayerNorm: type, seed: int) -> None:
     norm = built_and_perturbed(LayerNorm, 4, seed=seed, call="LayerNorm(4)").double()
     x = seeded_randn(3, 4, seed=seed + 1, dtype=torch.float64).requires_grad_()
     call = f"LayerNorm(4)(x) with x {shape_of(x)} that requires grad"
@@ -661,7 +661,7 @@ OTHER_ACTIVATIONS = {
 
 
 @learner_facing
-def check_feed_forward(FeedForward: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+def check_feed_forward(FeedForward: type, seed: int = 0) -> None:
     """Check linear2(relu(linear1(x))) with the module's own layers, position by position; the hidden layer's width
     d_ff comes with the seed (16 for the visible test, never 4 * d_model)."""
     d_model, d_ff = FF_D_MODEL, FF_D_FFS[seed % len(FF_D_FFS)]
@@ -823,7 +823,7 @@ LAYER_PARTS = {
 
 
 @learner_facing
-def check_encoder_layer(EncoderLayer: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+def check_encoder_layer(EncoderLayer: type, seed: int = 0) -> None:
     """Check post-LN and pre-LN against nn.TransformerEncoderLayer with copied weights, with and without a
     padding mask (with correct LayerNorm and FeedForward in place of the learner's)."""
     with earlier_exercises_replaced(EncoderLayer.__init__, "LayerNorm", "FeedForward"):
@@ -1154,7 +1154,7 @@ def _residual_from_normalised(twin: nn.TransformerEncoderLayer, x, padding, wron
 
 
 @learner_facing
-def check_encoder(Encoder: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+def check_encoder(Encoder: type, seed: int = 0) -> None:
     """Check a stack of 3 layers against nn.TransformerEncoder, post-LN and pre-LN (with its final norm)."""
     with earlier_exercises_replaced(Encoder.__init__, "EncoderLayer", "LayerNorm"):
         for norm_first, heads in LAYER_CASES:
@@ -1213,7 +1213,7 @@ def _compare_encoder(encoder: nn.Module, call: str, norm_first: bool, heads: int
 
 
 def _diagnose_encoder_build(
-    Encoder: type,  # noqa: N803 (a class)
+    Encoder: type,
     norm_first: bool,
     heads: int,
     seed: int,
@@ -1227,7 +1227,7 @@ def _diagnose_encoder_build(
         probe = built_with_seed(Encoder, 3, 8, 4, 2, norm_first=norm_first, seed=seed, call=call)
         first = probe.layers[0]
         probed = (first.self_attention.num_heads, first.feed_forward.linear1.out_features)
-    except Exception:  # noqa: BLE001 (another mistake, or a layer of other parts: nothing to tell)
+    except Exception:
         return
     if probed == (2, 4):
         raise CheckFailed(

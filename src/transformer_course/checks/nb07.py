@@ -129,7 +129,7 @@ LAYER_PARTS = ("self_attention", "cross_attention", "feed_forward", "norm1", "no
 
 
 @learner_facing
-def check_decoder_layer(DecoderLayer: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+def check_decoder_layer(DecoderLayer: type, seed: int = 0) -> None:
     """Check post-LN and pre-LN against nn.TransformerDecoderLayer with copied weights, a causal mask with target
     padding and a source padding mask, and causality as a property."""
     x, memory, self_mask, source_real = _inputs(seed)
@@ -425,7 +425,7 @@ def _check_causality(run, x: torch.Tensor, call: str, seed: int) -> None:
 
 
 @learner_facing
-def check_decoder(Decoder: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+def check_decoder(Decoder: type, seed: int = 0) -> None:
     """Check a stack of 3 layers against nn.TransformerDecoder, post-LN and pre-LN (with its final norm)."""
     x, memory, self_mask, source_real = _inputs(seed)
     with earlier_exercises_replaced(Decoder.__init__, "DecoderLayer", "LayerNorm"):
@@ -574,7 +574,7 @@ SRC_VOCAB, TGT_VOCAB = 11, 13
 
 
 @learner_facing
-def check_transformer(Transformer: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+def check_transformer(Transformer: type, seed: int = 0) -> None:
     """Check the logits against nn.Transformer with copied weights (embeddings × √d_model plus the sinusoidal
     encoding, final projection), masks, decoder causality, the parameter count and the embedding scale (with a
     correct Decoder and DecoderLayer in place of the learner's); then embed, encode and decode called one by one,
@@ -1070,7 +1070,7 @@ def _check_parameter_count(model: nn.Module, call: str, norm_first: bool) -> Non
         )
 
 
-def _check_embedding_scale(Transformer: type, seed: int) -> None:  # noqa: N803
+def _check_embedding_scale(Transformer: type, seed: int) -> None:
     call = "Transformer(100, 100, d_model=64, num_heads=4, d_ff=128, num_layers=1)"
     model = built_with_seed(Transformer, 100, 100, 64, 4, 128, 1, seed=seed, call=call)
     for name in ("src_embedding", "tgt_embedding"):

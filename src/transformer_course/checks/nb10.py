@@ -20,13 +20,13 @@ from torch import nn
 # The oracle is built from a configuration: nothing may be fetched. Imported here, with the checks, so that the
 # sealed grading run records the library before a learner's code runs.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from transformers import GPT2Config, GPT2LMHeadModel  # noqa: E402
-from transformers.generation.logits_process import (  # noqa: E402
+from transformers import GPT2Config, GPT2LMHeadModel
+from transformers.generation.logits_process import (
     TemperatureLogitsWarper,
     TopKLogitsWarper,
     TopPLogitsWarper,
 )
-from transformers.models.gpt2.modeling_gpt2 import GPT2Block  # noqa: E402
+from transformers.models.gpt2.modeling_gpt2 import GPT2Block
 
 from ..reference.nb03_multi_head_attention import MultiHeadAttention
 from . import (
@@ -173,7 +173,7 @@ def _block_cases(seed: int) -> list[tuple[int, int, int, int]]:
 
 
 @learner_facing
-def check_gptblock(GPTBlock: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+def check_gptblock(GPTBlock: type, seed: int = 0) -> None:
     """Check the block against Hugging Face's GPT2Block with the learner's weights (pre-LN, causal, exact GELU,
     MLP of width 4 · d_model), for three sizes, and that no position sees a later one."""
     for d_model, num_heads, batch, seq in _block_cases(seed):
@@ -194,7 +194,7 @@ def check_gptblock(GPTBlock: type, seed: int = 0) -> None:  # noqa: N803 (a clas
     passed("GPTBlock", "equals GPT-2's block: pre-LN, causal attention, exact GELU in an MLP of width 4 · d_model")
 
 
-def _built_block(GPTBlock: type, d_model: int, num_heads: int, seed: int, call: str) -> nn.Module:  # noqa: N803
+def _built_block(GPTBlock: type, d_model: int, num_heads: int, seed: int, call: str) -> nn.Module:
     """The learner's block, built with a private seed; a block that builds notebook 03's attention with its two
     sizes swapped, MultiHeadAttention(num_heads, d_model), gets a message of its own (PyTorch's AssertionError says
     only that embed_dim must be divisible by num_heads). It is recognised by behaviour: given the two sizes the other
@@ -472,7 +472,7 @@ def _model_cases(seed: int) -> list[tuple[dict[str, int], tuple[int, int]]]:
 
 
 @learner_facing
-def check_gpt(GPT: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+def check_gpt(GPT: type, seed: int = 0) -> None:
     """Check the logits against Hugging Face's GPT2LMHeadModel with the learner's weights (learned positions from
     0, pre-LN blocks, final norm, tied output layer), that no logit sees a later token, that the output layer is the
     token embedding itself, the initial scale of the embeddings and the error past block_size (with a correct
@@ -705,7 +705,7 @@ def _check_block_size(model: nn.Module, sizes: dict[str, int], call: str) -> Non
     )
 
 
-def _check_initial_scale(GPT: type, seed: int) -> None:  # noqa: N803
+def _check_initial_scale(GPT: type, seed: int) -> None:
     sizes = {"vocab_size": 256, "block_size": 64, "d_model": 64, "num_heads": 4, "num_layers": 1}
     call = "GPT(" + ", ".join(f"{name}={value}" for name, value in sizes.items()) + ")"
     model = built_with_seed(GPT, *sizes.values(), seed=seed, call=call)

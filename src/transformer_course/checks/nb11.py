@@ -93,7 +93,7 @@ def _chunks(total: int, seed: int) -> list[tuple[int, int]]:
 
 
 @learner_facing
-def check_kvcache(KVCache: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+def check_kvcache(KVCache: type, seed: int = 0) -> None:
     """Check appends of several sizes against torch.cat of everything appended, len(), and that two caches are
     independent."""
     batch, heads, d_head, total = 2, 3, 4, 9 + seed
@@ -616,7 +616,7 @@ def _parts_watched(generate_cached):
     names = ("KVCache", "cached_logits", "next_token_probabilities")
     used = {name: getattr(stand_ins, name) if stand_ins is not None else own.get(name) for name in names}
 
-    def KVCache(*args, **kwargs):  # noqa: N802 (the name the learner's code calls)
+    def KVCache(*args, **kwargs):
         cache = used["KVCache"](*args, **kwargs)
         parts.made.append(cache)
         return cache

@@ -18,8 +18,8 @@ from torch import nn
 # The oracle is built from a configuration: nothing may be fetched. Imported here, with the checks, so that the
 # sealed grading run records the library before a learner's code runs.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-from transformers import LlamaConfig  # noqa: E402
-from transformers.models.llama.modeling_llama import (  # noqa: E402
+from transformers import LlamaConfig
+from transformers.models.llama.modeling_llama import (
     LlamaDecoderLayer,
     LlamaMLP,
     LlamaRMSNorm,
@@ -27,7 +27,7 @@ from transformers.models.llama.modeling_llama import (  # noqa: E402
     apply_rotary_pos_emb,
 )
 
-from . import (  # noqa: E402
+from . import (
     CheckFailed,
     built_with_seed,
     call_learner,
@@ -42,8 +42,8 @@ from . import (  # noqa: E402
     seeded_randn,
     shape_of,
 )
-from .nb06 import expect_separate_norms  # noqa: E402
-from .recordings import oracle  # noqa: E402
+from .nb06 import expect_separate_norms
+from .recordings import oracle
 
 
 def llama_config(d_model: int, num_heads: int, num_kv_heads: int, d_hidden: int, *, eps: float, base: float):
@@ -77,7 +77,7 @@ def rotary_oracle(q: torch.Tensor, positions: torch.Tensor, *, rope_base: float)
 
 
 @learner_facing
-def check_rmsnorm(RMSNorm: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+def check_rmsnorm(RMSNorm: type, seed: int = 0) -> None:
     """Compare with transformers' LlamaRMSNorm and PyTorch's F.rms_norm holding the learner's gain, for two eps."""
     for d_model, eps in ((8, 1e-6), (6 + seed, 0.5)):
         call = f"RMSNorm({d_model}, eps={eps})"
@@ -424,7 +424,7 @@ def _check_relative(apply_rope, seed: int) -> None:
 
 
 @learner_facing
-def check_swi_glu(SwiGLU: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+def check_swi_glu(SwiGLU: type, seed: int = 0) -> None:
     """Compare with transformers' LlamaMLP holding the learner's weights."""
     d_model, d_hidden = 8, 12 + 2 * seed
     call = f"SwiGLU({d_model}, {d_hidden})"
@@ -645,7 +645,7 @@ BLOCK_PARTS = {
 
 
 @learner_facing
-def check_modern_block(ModernBlock: type, seed: int = 0) -> None:  # noqa: N803 (a class)
+def check_modern_block(ModernBlock: type, seed: int = 0) -> None:
     """Compare with transformers' LlamaDecoderLayer holding the learner's weights, causal, for grouped-query and
     multi-head sizes and two RoPE bases; then that no position sees a later one."""
     names = ("RMSNorm", "SwiGLU", "apply_rope", "grouped_query_attention")
@@ -656,7 +656,7 @@ def check_modern_block(ModernBlock: type, seed: int = 0) -> None:  # noqa: N803 
     passed("ModernBlock", "equals transformers' LlamaDecoderLayer with the same weights, causal")
 
 
-def _check_block_case(ModernBlock, seed: int, d_model, heads, kv_heads, d_hidden, base, eps) -> None:  # noqa: N803
+def _check_block_case(ModernBlock, seed: int, d_model, heads, kv_heads, d_hidden, base, eps) -> None:
     call = f"ModernBlock({d_model}, {heads}, {kv_heads}, {d_hidden}, eps={eps}, base={base})"
     block = built_with_seed(ModernBlock, d_model, heads, kv_heads, d_hidden, eps=eps, base=base, seed=seed, call=call)
     block = perturbed(block, seed)
@@ -684,7 +684,7 @@ def _check_block_case(ModernBlock, seed: int, d_model, heads, kv_heads, d_hidden
     expect_differentiable(call_learner(block, x, call=call), call, source=x)
 
 
-def _diagnose_crash(ModernBlock, failure: CheckFailed, seed: int, d_model, heads, d_hidden, base, eps) -> None:  # noqa: N803
+def _diagnose_crash(ModernBlock, failure: CheckFailed, seed: int, d_model, heads, d_hidden, base, eps) -> None:
     """The block raised. A block that turns q and k while they are still (batch, seq, heads, d_head) crashes when
     seq differs from the heads (apply_rope's angles run along the positions); with as many positions and key/value
     heads as query heads it runs, and shows it."""
@@ -705,7 +705,7 @@ def _diagnose_crash(ModernBlock, failure: CheckFailed, seed: int, d_model, heads
         ) from failure.__cause__
 
 
-def _diagnose_kv_heads(ModernBlock, failure, seed: int, d_model, heads, kv_heads, d_hidden, base, eps) -> None:  # noqa: N803
+def _diagnose_kv_heads(ModernBlock, failure, seed: int, d_model, heads, kv_heads, d_hidden, base, eps) -> None:
     """The grouped block raised. If the same block with as many key/value heads as query heads equals Llama's layer,
     what fails is the handling of k and v when they have fewer heads than q."""
     call = f"ModernBlock({d_model}, {heads}, {heads}, {d_hidden}, eps={eps}, base={base})"

@@ -213,7 +213,9 @@ def check(extra_args: list[str]) -> int:
             "-n",  # a worker per core (twice as many made the check slower: 16 min against 14)
             "auto",
             "--dist",
-            "loadfile",
+            # The quick tests share no costly set-up within a file, so they spread test by test (one file holds every
+            # kept wrong answer); the full check's files share their batch's fixture and keep to one worker each.
+            "load" if quick else "loadfile",
             *extra_args,
             # One thread per process: pytest's workers, and the notebooks and graders they start, already keep
             # every core busy. PyTorch's default, a thread per core in every process, makes them wait for one

@@ -280,30 +280,3 @@ def test_a_beam_that_never_held_the_best_hypothesis_is_not_told_its_choice_was_w
     with torch.no_grad():
         beam_search_one_hypothesis_at_a_time(model, torch.tensor([4, 5, 6]), 1, 4, 0.0)
     assert not nb08._kept_by_a_beam(model, [5, 6, EOS], beam_size=2)
-
-
-@pytest.mark.parametrize(
-    ("table", "max_len", "alpha"),
-    [
-        (nb08._GREEDY_TRAP, 4, 0.0),
-        (nb08._SHORT_OR_LONG, 6, 1.0),
-        (nb08._EOS_COUNTS, 6, 1.0),
-        (nb08._UNFINISHED_WINS, 3, 0.6),
-    ],
-)
-def test_the_simulated_right_search_finds_the_best_hypothesis_found_by_trying_every_one(table, max_len, alpha):
-    model = nb08._TableModel(*table)
-    assert nb08._simulated_search(model, 2, max_len, alpha, "none") == model.best(max_len, alpha)[0]
-
-
-def test_the_simulated_search_mistakes_give_what_the_comments_say():
-    """By hand: the first finished of the short-or-long case is "4 EOS", at step 2; in the probe, the product of the
-    probabilities divided by the length ranks "4 EOS" first (0.3 / 2 > 0.36 / 3), the plain sum "5 6 EOS"."""
-    short_or_long = nb08._TableModel(*nb08._SHORT_OR_LONG)
-    assert nb08._simulated_search(short_or_long, 2, 6, 1.0, "first finished") == [4, EOS]
-    probe = nb08._TableModel(*nb08._PRODUCT_OR_PER_WORD)
-    assert nb08._simulated_search(probe, 2, 4, 1.0, "multiplied") == [4, EOS]
-    assert nb08._simulated_search(probe, 2, 4, 1.0, "no normalisation") == [5, 6, EOS]
-    assert nb08._simulated_search(probe, 2, 4, 1.0, "none") == probe.best(4, 1.0)[0] == [5, 6, EOS]
-    # Step 2 of the greedy trap, beam (4), (5): flat index 8 + 6 (hypothesis 1, word 6) read as word 7, hypothesis 0.
-    assert nb08._simulated_search(nb08._TableModel(*nb08._GREEDY_TRAP), 2, 4, 0.0, "flat index swapped")[:2] == [4, 7]

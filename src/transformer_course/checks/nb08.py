@@ -1107,7 +1107,6 @@ def _expect_best_hypothesis(
     score = model.score(words, alpha)
     if math.isclose(score, best_score, abs_tol=1e-9):
         return
-    _expect_no_known_search_mistake(beam_search, model, words, call, beam_size, max_len, alpha, best)
     log_p = model.log_probabilities(words)
     if min(log_p) <= math.log(_NEVER) + 1e-9:
         place = log_p.index(min(log_p))
@@ -1162,92 +1161,6 @@ def _expect_best_hypothesis(
         f"{call} returned {words} (score {score:.4f}), but {best} scores {best_score:.4f} and a beam of {beam_size} "
         f"finds it: {lesson}."
     )
-
-
-_PRODUCT_OR_PER_WORD = (  # alpha=1: "5 6 EOS" wins (log 0.36 / 3 against log 0.3 / 2), as it does by its total
-    # log-probability; "4 EOS" wins if the product of the probabilities is divided by the length (0.3 / 2 > 0.36 / 3)
-    {(): {4: 0.5, 5: 0.5}, (4,): {EOS: 0.6, 6: 0.4}, (5,): {6: 0.9, EOS: 0.1}, (5, 6): {EOS: 0.8, 6: 0.2}},
-    {EOS: 0.4, 4: 0.15, 5: 0.15, 6: 0.15, 7: 0.15},
-)  # fmt: skip
-
-
-def _expect_no_known_search_mistake(
-    beam_search, model: _TableModel, words: list[int], call: str, beam_size: int, max_len: int, alpha: float, best
-) -> None:
-    """The result is not the best hypothesis: name the mistake when a search that makes it returns the same words
-    here (and, for multiplied probabilities, in a case that tells it from a search without length normalisation)."""
-    search = (beam_size, max_len, alpha)
-    went_on = max(model.decoded, default=0) > len(words)  # it decoded prefixes longer than the result (with BOS)
-    if words[-1] == EOS and not went_on and words == _simulated_search(model, *search, "first finished"):
-        raise CheckFailed(
-            f"{call} returned {words}, the first hypothesis to end with EOS, and your search stopped there: it "
-            f"never decoded a prefix longer than {_prefix(words[:-1])}. But {best} scores better, and a beam of "
-            f"{beam_size} that goes on finds it. A finished hypothesis is set aside, and the search goes on with the "
-            "others until none is left or max_len is reached; then the result is the best of all the finished ones "
-            "(and, at max_len, the unfinished ones) by score / length**alpha."
-        )
-    if words == _simulated_search(model, *search, "flat index swapped"):
-        raise CheckFailed(
-            f"{call} returned {words}, what a search returns that turns a flat index into (word, hypothesis) = "
-            "divmod(index, the number of hypotheses): the wrong way round. Flattened, the (hypotheses, vocab) "
-            "scores hold hypothesis h's extensions at the flat indices h · vocab to h · vocab + vocab - 1, so "
-            "hypothesis, word = divmod(index, vocab): the hypothesis is how many whole rows of vocab come before "
-            "the index, the word its place in its row."
-        )
-    if alpha != 0 and words == _simulated_search(model, *search, "multiplied") and _multiplies(beam_search):
-        raise CheckFailed(
-            f"{call} returned {words} (score {model.score(words, alpha):.4f}); {best} scores "
-            f"{model.score(best, alpha):.4f}. Your search multiplies probabilities (the score times softmax) "
-            "instead of adding log-probabilities (the score plus log_softmax). The beam keeps the same hypotheses "
-            "either way, but score / length**alpha is then a product of probabilities divided by the length, "
-            "which favours short hypotheses even more than the product alone, while a sum of log-probabilities "
-            "divided by the length is the log-probability per word. Keep the score the sum of log-probabilities "
-            "(a product of many probabilities also rounds to 0)."
-        )
-
-
-def _multiplies(beam_search) -> bool:
-    """Whether the search, in a case where a search without length normalisation returns another hypothesis, also
-    returns what the product of the probabilities divided by the length ranks first."""
-    model, search = _TableModel(*_PRODUCT_OR_PER_WORD), (2, 4, 1.0)
-    call = "beam_search(model, src, beam_size=2, max_len=4, alpha=1.0)"
-    try:
-        with torch.no_grad():
-            found = call_learner(beam_search, model, torch.tensor([4, 5, 6]), *search, call=call)
-    except CheckFailed:
-        return False
-    multiplied = _simulated_search(model, *search, "multiplied")
-    return found == multiplied != _simulated_search(model, *search, "no normalisation")
-
-
-def _simulated_search(model: _TableModel, beam_size: int, max_len: int, alpha: float, mistake: str) -> list[int]:
-    """What a beam search with the given mistake returns on the scripted model, step by step as a learner's would:
-    "first finished" returns the first hypothesis that ends with EOS; "multiplied" keeps the product of the words'
-    probabilities as the score (and divides it by length**alpha); "flat index swapped" turns a flat index over the
-    (hypotheses, vocab) scores into (word, hypothesis) = divmod(index, hypotheses); "no normalisation" returns the
-    highest summed log-probability; "none" is the right search."""
-    multiplied = mistake == "multiplied"
-    alive, finished = [((), 1.0 if multiplied else 0.0)], []
-    for _ in range(max_len):
-        scores, rows = [], [words for words, _ in alive]  # scores: flat over (hypotheses, vocab)
-        for words, score in alive:
-            for word in range(model.vocab):
-                p = model.probabilities(words).get(word, _NEVER)
-                scores.append(score * p if multiplied else score + math.log(p))
-        kept, alive = sorted(range(len(scores)), key=lambda index: -scores[index])[:beam_size], []
-        for index in kept:
-            if mistake == "flat index swapped":
-                word, row = divmod(index, len(rows))
-            else:
-                row, word = divmod(index, model.vocab)
-            extended = ((*rows[row], word), scores[index])
-            if word == EOS and mistake == "first finished":
-                return list(extended[0])
-            (finished if word == EOS else alive).append(extended)
-        if not alive:
-            break
-    power = 0.0 if mistake == "no normalisation" else alpha
-    return list(max(finished + alive, key=lambda hypothesis: hypothesis[1] / len(hypothesis[0]) ** power)[0])
 
 
 def _kept_by_a_beam(model: _TableModel, hypothesis: list[int], beam_size: int) -> bool:

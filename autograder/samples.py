@@ -108,9 +108,9 @@ IMPORT_STAND_IN = "from transformer_course.checks.stand_ins import {answer}  # n
 ORACLE_AS_ANSWER = """def self_attention(x):
     return nb01.unscaled_self_attention(x)[0]
 """
-# An answer that makes the judge, which runs outside the sandbox, take a tensor of 320 MB at every call.
+# An answer that makes the judge, which runs outside the sandbox, take a tensor of 160 MB at every call.
 SENDS_TOO_MUCH = """def {answer}(scores, dim=-1):
-    return torch.ones(80_000_000)
+    return torch.ones(40_000_000)
 """
 DAEMON_MARKER = "sample-daemon-edits-gradebooks"  # the tests look for a process with this in its command line
 LATER = """import pathlib, time
@@ -516,7 +516,7 @@ def hostile(assignment: Assignment, listening_port: int) -> list[Sample]:
         sample(
             assignment,
             "sends-too-much",
-            "answers the first exercise with a tensor of 320 MB, which the grader refuses to take",
+            "answers the first exercise with a tensor of 160 MB, which the grader refuses to take",
             all_but_first(assignment),
             TestFailedWith("SentTooMuch"),
             assignment.notebook_with(**{first: SENDS_TOO_MUCH.format(answer=first)}),

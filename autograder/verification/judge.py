@@ -43,7 +43,7 @@ CONTAINER_PROTOCOL = frozenset({"__len__", "__getitem__", "__contains__"})
 # Bytes the student's process may send the judge while one test runs: the judge keeps what arrives (mirrors of the
 # learner's modules, their tensors) until the test ends, and it runs outside the sandbox. The course's tests take at
 # most a few MiB each (3.3 in notebook 10, measured on its solution and kept wrong answers).
-MAX_RECEIVED_PER_TEST = 2**28
+MAX_RECEIVED_PER_TEST = 2**27  # below wire.MAX_MESSAGE: one message past that is a broken stream
 
 
 class Stopped(Exception):
@@ -85,14 +85,14 @@ class DeadlinePipe(wire.Pipe):
 
     def receive_bytes(self) -> bytes:
         (length,) = wire.HEADER.unpack(self._read(wire.HEADER.size))
+        if length > wire.MAX_MESSAGE:  # a broken or forged stream, not a large answer
+            raise wire.WireError(f"a message of {length} bytes")
         self.received += length
         if self.received > MAX_RECEIVED_PER_TEST:
             raise SentTooMuch(
                 f"your code sent the grader more than {MAX_RECEIVED_PER_TEST // 2**20} MiB during one test (a "
                 "module or tensor far larger than the exercise needs?), so the grader stopped it"
             )
-        if length > wire.MAX_MESSAGE:
-            raise wire.WireError(f"a message of {length} bytes")
         return self._read(length)
 
     def send_bytes(self, message: bytes) -> None:

@@ -22,8 +22,7 @@ from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
 from traitlets import Unicode
 
 from autograder.cells import grade_id, is_test
-
-CHECK_PASSED = "✔"  # how a check's line says that it passed (transformer_course.checks.passed)
+from transformer_course import PASSED_MARK
 
 
 class HideHiddenTests(ClearHiddenTests):
@@ -60,7 +59,7 @@ class HideHiddenTests(ClearHiddenTests):
         for output in cell.get("outputs", []):
             if output.output_type == "stream":
                 lines = output.text.splitlines(keepends=True)
-                shown = [line for line in lines if line.startswith(CHECK_PASSED)]
+                shown = [line for line in lines if line.startswith(PASSED_MARK)]
                 if len(shown) < len(lines):
                     shown.append(self.printed_placeholder + "\n")
                 output.text = "".join(shown)

@@ -11,3 +11,5 @@ GRADING = "NBGRADER_EXECUTION"
 # True while a notebook is graded: its demonstrations then do less (shorter training, fewer lengths timed), since
 # grading needs a run that works, not the figures and numbers; a learner's own run is unchanged.
 QUICK = bool(os.environ.get(GRADING))
+# How a check's line begins when it passed (checks.passed); the feedback keeps these lines of a graded cell's output.
+PASSED_MARK = "✔"

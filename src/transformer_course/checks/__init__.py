@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .. import PASSED_MARK
 from .recordings import oracle
 
 
@@ -451,7 +452,7 @@ def passes_quietly(check: Callable | None, answer) -> bool:
 
 def passed(name: str, what: str) -> None:
     """Report a check that passed."""
-    print(f"✔ {name}: {what}")
+    print(f"{PASSED_MARK} {name}: {what}")
 
 
 def _stand_ins_if_present():

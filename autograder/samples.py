@@ -144,6 +144,24 @@ for name, module in list(sys.modules.items()):
             print(name, "has no source:", error)
 """
 SNOOPED = "what this kernel ran before:"
+# A correct answer whose kernel is slow to say that a cell is done, as on a machine kept busy by other jobs (or by a
+# fork bomb's copies): once, it sends that message 6 s after the cell's reply, past the 4 s after which nbclient
+# would give up on the whole notebook.
+LATE_OUTPUT = """import time
+
+_session = get_ipython().kernel.session
+_send = _session.send
+
+
+def _late(stream, kind, content=None, *args, **kwargs):
+    if content == {"execution_state": "idle"}:
+        _session.send = _send
+        time.sleep(6)
+    return _send(stream, kind, content, *args, **kwargs)
+
+
+_session.send = _late
+"""
 FORK_BOMB = "import os\n\nwhile True:\n    os.fork()\n"
 FILL_DISK = """from pathlib import Path
 
@@ -286,6 +304,7 @@ def all_but_first(assignment: Assignment) -> list[str]:
 
 
 def honest(assignment: Assignment) -> list[Sample]:
+    first = assignment.answers[0]
     untouched = nbformat.from_dict(assignment.released)
     return [
         sample(assignment, "full-marks", "every exercise solved", assignment.tests, None, assignment.notebook_with()),
@@ -298,6 +317,14 @@ def honest(assignment: Assignment) -> list[Sample]:
             assignment.first_unanswered(),
         ),
         sample(assignment, "untouched", "nothing done", [], TestFailedWith("NotImplementedYet"), untouched),
+        sample(
+            assignment,
+            "late-output",
+            "every exercise solved, on a machine too busy to send a cell's output at once",
+            assignment.tests,
+            None,
+            assignment.notebook_with(**{first: assignment.solutions[first] + "\n\n" + LATE_OUTPUT}),
+        ),
     ]
 
 

@@ -35,7 +35,7 @@ import nbformat
 from jupyter_client.kernelspec import KernelSpec
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Bool, Enum, Float, Int, Unicode
+from traitlets import Bool, Enum, Float, Int, Unicode, default
 from traitlets.config import Configurable
 
 from autograder.cells import grade_id, is_answer, is_test, key, label
@@ -121,6 +121,15 @@ class JudgedExecute(Execute):
     # Once the last cell has run, the kernel is killed rather than asked to exit: nothing of the student's should
     # run after the tests (atexit hooks included), and asking costs about a second per notebook graded.
     shutdown_kernel = Enum(["graceful", "immediate"], default_value="immediate").tag(config=True)
+    # nbclient's iopub_timeout: how long, after a cell's reply, to wait for the message that says the cell is done.
+    # nbclient waits 4 s and nbgrader then gives up on the whole notebook, which a busy machine reaches (a fork bomb's
+    # copies, in a submission graded beside others, once kept a kernel's message 4 s late); the cell's own limit is
+    # what code is allowed, so the message may come that late too.
+
+    @default("iopub_timeout")
+    def _cell_limit(self) -> int:
+        return math.ceil(self.timeout) if self.timeout else 4
+
     progress_file = Unicode(
         "",
         help="A file that names the cell being run, rewritten before each cell runs, so that a grader that stops "

@@ -446,3 +446,8 @@ def gap_as_a_tensor(f, x, perm):
 def gap_rounding_small_gaps_to_zero(f, x, perm):
     gap = (f(x[..., perm, :]) - f(x)[..., perm, :]).abs().max().item()
     return 0.0 if gap < 1e-3 else gap  # "about 0 when f is equivariant"
+
+
+@wrong_answer("self_attention", message="every output is the plain mean of the inputs")
+def self_attention_with_uniform_weights(x):
+    return x.mean(-2, keepdim=True).expand_as(x)

@@ -920,3 +920,19 @@ class AttentionWithoutSuperInit(nn.Module):
     def forward(self, x, context=None, mask=None):
         context = x if context is None else context
         return scaled_dot_product_attention(self.query(x), self.key(context), self.value(context), mask)
+
+
+@wrong_answer("SingleHeadAttention", message="the queries were made with self.key, the keys with self.query")
+class single_head_with_queries_and_keys_swapped(nn.Module):
+    def __init__(self, d_model, d_k, d_v):
+        super().__init__()
+        self.query = nn.Linear(d_model, d_k, bias=False)
+        self.key = nn.Linear(d_model, d_k, bias=False)
+        self.value = nn.Linear(d_model, d_v, bias=False)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        q = self.key(x)
+        k = self.query(context)
+        v = self.value(context)
+        return scaled_dot_product_attention(q, k, v, mask)

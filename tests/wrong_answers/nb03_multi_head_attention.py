@@ -1865,3 +1865,24 @@ class MultiHeadAttentionForABatchOfThree(nn.Module):
         v = self.value(context).view(3, -1, self.num_heads, d_head).transpose(1, 2)
         outputs, weights = attention(q, k, v, None if mask is None else mask.unsqueeze(-3))
         return self.output(outputs.transpose(1, 2).reshape(3, -1, x.shape[-1])), weights
+
+
+@wrong_answer("MultiHeadAttention", message="queries divided by √d_head before attention")
+class multi_head_scaling_queries_twice(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.query = nn.Linear(d_model, d_model)
+        self.key = nn.Linear(d_model, d_model)
+        self.value = nn.Linear(d_model, d_model)
+        self.output = nn.Linear(d_model, d_model)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        q = split_heads(self.query(x), self.num_heads)
+        q = q / q.shape[-1] ** 0.5
+        k = split_heads(self.key(context), self.num_heads)
+        v = split_heads(self.value(context), self.num_heads)
+        head_mask = None if mask is None else mask.unsqueeze(-3)
+        outputs, weights = attention(q, k, v, head_mask)
+        return self.output(merge_heads(outputs)), weights

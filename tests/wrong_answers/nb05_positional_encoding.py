@@ -818,3 +818,14 @@ class EmbeddingCountingEveryVector(nn.Module):
         if x.numel() // x.shape[-1] > self.embedding.num_embeddings:
             raise ValueError("too long")
         return x + self.embedding(torch.arange(x.shape[-2]))
+
+
+@wrong_answer("sinusoidal_encoding", message="the base of the powers is the sequence length")
+def sinusoidal_encoding_with_the_length_as_base(length, d, n=10000.0):
+    positions = torch.arange(length, dtype=torch.float32)[:, None]
+    frequencies = float(length) ** (-torch.arange(0, d, 2, dtype=torch.float32) / d)
+    angles = positions * frequencies
+    encoding = torch.zeros(length, d)
+    encoding[:, 0::2] = torch.sin(angles)
+    encoding[:, 1::2] = torch.cos(angles)
+    return encoding

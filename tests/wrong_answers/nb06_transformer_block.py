@@ -1241,3 +1241,70 @@ class EncoderRunningItsLayersInReverse(nn.Module):
         for layer in reversed(self.layers):
             x = layer(x, mask)
         return x if self.norm is None else self.norm(x)
+
+
+@wrong_answer("LayerNorm", message="the variance is the mean of the squared features, mean(x²), taken before centring")
+class LayerNormWithTheVarianceAsTheMeanSquare(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gain = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        mean = x.mean(dim=-1, keepdim=True)
+        variance = (x**2).mean(dim=-1, keepdim=True)
+        return (x - mean) / torch.sqrt(variance + self.eps) * self.gain + self.bias
+
+
+@wrong_answer("FeedForward", message="ReLU is applied to the output only")
+class FeedForwardWithReluOnTheOutputOnly(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return torch.relu(self.linear2(self.linear1(x)))
+
+
+@wrong_answer("FeedForward", message="self.linear1 has no bias (bias=False), but the formula adds b1")
+class FeedForwardWithoutTheFirstBias(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff, bias=False)
+        self.linear2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):
+        return self.linear2(torch.relu(self.linear1(x)))
+
+
+@wrong_answer("EncoderLayer", message="a 'sandwich' norm")
+class EncoderLayerWithSandwichNorms(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attention = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, d_ff)
+        self.norm1 = LayerNorm(d_model)
+        self.norm2 = LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.norm1(self.self_attention(self.norm1(x), mask=mask)[0])
+            return x + self.norm2(self.feed_forward(self.norm2(x)))
+        x = self.norm1(x + self.self_attention(x, mask=mask)[0])
+        return self.norm2(x + self.feed_forward(x))
+
+
+@wrong_answer("Encoder", message="self.layers holds 2 layers; num_layers=3 asks for 3")
+class EncoderOneLayerShort(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, norm_first) for _ in range(num_layers - 1))
+        self.norm = LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x if self.norm is None else self.norm(x)

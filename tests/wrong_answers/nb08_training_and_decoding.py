@@ -1110,3 +1110,8 @@ def beam_search_setting_finished_hypotheses_aside_without_eos(model, src, beam_s
             break
     best_words, _ = max(finished + alive, key=lambda c: c[1] / (len(c[0]) - 1) ** alpha)
     return best_words[1:]
+
+
+@wrong_answer("learning_rate", message="a number fixed in your function stands where an argument should be used")
+def learning_rate_with_the_warmup_fixed_at_400(step, peak, warmup_steps):
+    return peak * min(step / 400, math.sqrt(400 / step))

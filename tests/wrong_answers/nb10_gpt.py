@@ -1462,3 +1462,39 @@ def generate_passing_the_generator_by_position(
             probs = next_token_probabilities(logits, temperature, top_k, top_p)
             ids = torch.cat([ids, torch.multinomial(probs, 1, generator)], dim=1)
     return ids
+
+
+@wrong_answer("next_token_loss", message="the targets were transposed before they were flattened")
+def next_token_loss_with_the_targets_transposed(logits, ids):
+    predictions = logits[:, :-1].flatten(0, 1)
+    targets = ids[:, 1:].T.flatten()
+    return F.cross_entropy(predictions, targets)
+
+
+@wrong_answer("GPTBlock", message="changing self.ln_2's weights leaves the output as it was, so ln_2 is never applied")
+class GPTBlockReusingLn1BeforeTheMlp(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.ln_1, self.ln_2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        causal = torch.ones(seq, seq, dtype=torch.bool).tril()
+        x = x + self.attention(self.ln_1(x), mask=causal)[0]
+        return x + self.mlp(self.ln_1(x))
+
+
+@wrong_answer("generate", message="as if all were drawn from the first row's distribution")
+def generate_from_the_first_rows_distribution(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    ids = prompt_ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = model(ids[:, -model.block_size :])[:, -1]
+            probs = next_token_probabilities(logits, temperature, top_k, top_p)
+            next_ids = torch.multinomial(probs[0], num_samples=ids.shape[0], replacement=True, generator=generator)
+            ids = torch.cat([ids, next_ids[:, None]], dim=1)
+    return ids

@@ -1298,3 +1298,18 @@ def blockwise_attention_scaled_by_the_block_width(q, k, v, mask=None, is_causal=
         out = out * rescale + weights @ v[..., start:end, :]
         running_max = new_max
     return out / running_sum.masked_fill(running_sum == 0, 1.0)
+
+
+@wrong_answer("generate_cached", message="new, empty caches during the generation")
+def generate_cached_with_a_fresh_cache_at_every_step(
+    model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None
+):
+    ids = newest = prompt_ids
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            caches = [KVCache() for _ in model.blocks]
+            logits = cached_logits(model, newest, caches)[:, -1]
+            probabilities = next_token_probabilities(logits, temperature, top_k, top_p)
+            newest = torch.multinomial(probabilities, 1, generator=generator)
+            ids = torch.cat([ids, newest], dim=1)
+    return ids

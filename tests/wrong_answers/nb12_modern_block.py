@@ -1253,3 +1253,13 @@ class ModernBlockOverwritingXWithItsNorm(nn.Module):
         x = x + self.o_proj(heads.transpose(1, 2).flatten(2))
         x = self.post_attention_layernorm(x)
         return x + self.mlp(x)
+
+
+@wrong_answer("apply_rope", message="Check the frequencies θ_i = base^(-2i/d)")
+def apply_rope_with_angles_without_the_base(x, positions, base=10000.0):
+    d_head = x.shape[-1]
+    theta = torch.arange(0, d_head, 2, dtype=torch.float32) / d_head
+    angles = positions[:, None].float() * theta
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    x1, x2 = x[..., : d_head // 2], x[..., d_head // 2 :]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)

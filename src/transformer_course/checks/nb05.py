@@ -338,6 +338,11 @@ def _diagnose_encoding(encoding: torch.Tensor, length: int, d: int, n: float, ca
         (encoding_by_formula(length, d, n=n, first_position=1), "positions start at 1; the first position is t = 0"),
         *_evenly_spread_positions(length, d, n),
         (encoding_by_formula(length, d, n=10000.0), f"the base n={n} was ignored; use the n argument, not 10000"),
+        (
+            encoding_by_formula(length, d, n=float(length)),
+            f"the base of the powers is the sequence length, {length}; it is n ({n:g} here), the same for every "
+            "length. The length only says how many positions get a row",
+        ),
         # After the base: 100^(4i/d) = 10000^(2i/d), and a 4i/d answer already fails at n = 10000.
         (
             encoding_by_formula(length, d, n=n, exponent="4i/d"),

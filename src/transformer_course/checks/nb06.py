@@ -483,6 +483,9 @@ def _diagnose_layer_norm(out, x, norm, eps, call: str) -> None:
         "the mean is not subtracted: the features are divided by their standard deviation without being centred "
         "first, so their mean stays. Layer normalisation returns (x - mean) / sqrt(var + eps)": x
         / torch.sqrt(variance + eps),
+        "the variance is the mean of the squared features, mean(x²), taken before centring them: that is the "
+        "variance only when the mean is 0 (mean(x²) = var + mean²). The variance is the mean of the squared "
+        "centred features, mean((x - mean)²)": centred / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps),
     }
     variance_first, mean_second = torch.var_mean(x, dim=-1, unbiased=False, keepdim=True)
     swapped = (
@@ -773,6 +776,12 @@ def _diagnose_feed_forward(ff: nn.Module, x: torch.Tensor, out: torch.Tensor, ex
             f"{call}: ReLU is applied to the output too, so no output is ever negative; the network's output "
             "is linear2's, as it is. The ReLU goes on the hidden layer only, between linear1 and linear2."
         )
+    if torch.allclose(out, F.relu(ff.linear2(hidden)), atol=1e-5):
+        raise CheckFailed(
+            f"{call}: ReLU is applied to the output only, after linear2: linear1 and linear2 follow each other with "
+            "nothing between them and act as one linear map, and no output is ever negative. The ReLU goes on the "
+            "hidden layer, between linear1 and linear2, and linear2's output is returned as it is."
+        )
     if torch.allclose(out, ff.linear2(ff.linear1(F.relu(x))), atol=1e-5):
         raise CheckFailed(
             f"{call}: ReLU is applied to the input x, before linear1, so linear1 and linear2 still follow each "
@@ -1036,6 +1045,7 @@ STEPS = {
     "normalised output": "x = x + norm(sublayer(x))",
     "norm beside": "x = norm(x) + sublayer(x)",
     "no norm": "x = x + sublayer(x)",
+    "sandwich": "x = x + norm(sublayer(norm(x)))",
 }
 
 
@@ -1048,6 +1058,8 @@ def _step(kind: str, norm: Callable, sublayer: Callable, x: torch.Tensor) -> tor
         return x + norm(sublayer(x))
     if kind == "norm beside":
         return norm(x) + sublayer(x)
+    if kind == "sandwich":
+        return x + norm(sublayer(norm(x)))
     return x + sublayer(x)
 
 
@@ -1088,6 +1100,12 @@ def _steps_mistake(names: Sequence[str], kinds: Sequence[str], norm_first: bool)
             told.append(
                 f"{subject} {steps} {STEPS[kind]}: the norm is applied to x alone, and the sublayer's output, "
                 "computed from x, is added after it, so the sum itself is never normalised"
+            )
+        elif kind == "sandwich":
+            told.append(
+                f"{subject} {steps} {STEPS[kind]}: the norm is applied to the sublayer's output as well as to its "
+                "input (a 'sandwich' norm, which some later models use with a second norm of its own). Here each "
+                "sublayer's norm is applied once"
             )
         elif kind == "no norm":
             told.append(

@@ -401,7 +401,21 @@ def _cross_entropy_gradient(logits, target, *, pad_id: int, smoothing: float) ->
 
 @learner_facing
 def check_learning_rate(learning_rate, peak: float = 1e-3, warmup_steps: int = 400) -> None:
-    """Check closed-form values: linear warm-up to the peak at warmup_steps, then peak · sqrt(warmup / step)."""
+    """Check closed-form values: linear warm-up to the peak at warmup_steps, then peak · sqrt(warmup / step); for
+    the peak and warm-up given, then for others, so that a number written in place of an argument is found."""
+    _check_schedule(learning_rate, peak, warmup_steps, fixed="")
+    other_peak, other_warmup = 3 * peak, 3 * warmup_steps + 1
+    fixed = (
+        f"It is right for peak={peak} and warmup_steps={warmup_steps} but not for peak={other_peak} and "
+        f"warmup_steps={other_warmup}: a number fixed in your function stands where an argument should be used. "
+    )
+    _check_schedule(learning_rate, other_peak, other_warmup, fixed)
+    passed("learning_rate", "warms up linearly to the peak, then decays as 1/√step")
+
+
+def _check_schedule(learning_rate, peak: float, warmup_steps: int, fixed: str) -> None:
+    """The rate at five steps against the closed form; ``fixed`` begins the message when an earlier setting of the
+    arguments passed."""
     expected = {
         1: peak / warmup_steps,
         warmup_steps // 2: peak * (warmup_steps // 2) / warmup_steps,
@@ -417,16 +431,16 @@ def check_learning_rate(learning_rate, peak: float = 1e-3, warmup_steps: int = 4
             values[step] = float(value)
         except (TypeError, ValueError):
             raise CheckFailed(f"{call} must return a number, got {type(value).__name__}.") from None
-    _diagnose_schedule(values, peak, warmup_steps)
+    if not fixed:
+        _diagnose_schedule(values, peak, warmup_steps)
     for step, value in values.items():
         if not math.isclose(value, expected[step], rel_tol=1e-6):
             raise CheckFailed(
                 f"learning_rate(step={step}, peak={peak}, warmup_steps={warmup_steps}) = {value:.6g}; expected "
-                f"{expected[step]:.6g}. The rate grows linearly, from peak / warmup_steps at step 1 to the peak at "
-                "step warmup_steps, then decays as 1 / √step: peak / 2 at 4 × warmup_steps, peak / 10 at "
+                f"{expected[step]:.6g}. {fixed}The rate grows linearly, from peak / warmup_steps at step 1 to the "
+                "peak at step warmup_steps, then decays as 1 / √step: peak / 2 at 4 × warmup_steps, peak / 10 at "
                 "100 × warmup_steps."
             )
-    passed("learning_rate", "warms up linearly to the peak, then decays as 1/√step")
 
 
 def _diagnose_schedule(values: dict[int, float], peak: float, warmup: int) -> None:

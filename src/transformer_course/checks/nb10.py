@@ -860,6 +860,12 @@ def _diagnose_loss(loss: torch.Tensor, logits: torch.Tensor, ids: torch.Tensor, 
             logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten()
         ),
     }
+    if batch > 1:
+        mistakes[
+            "the targets were transposed before they were flattened (ids[:, 1:].T): the logits are flattened "
+            "sentence by sentence and the targets position by position, so most predictions are scored against "
+            "another sentence's token. Flatten both the same way, keeping (batch, seq - 1) in that order"
+        ] = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].T.flatten())
     over_positions = "the log-softmax ran over the positions (dim=1)"
     for where, log_probs in (
         ("", F.log_softmax(logits, dim=1)[:, :-1]),  # (batch, seq - 1, vocab)
@@ -1503,6 +1509,13 @@ def _check_greedy_generation(generate, seed: int) -> None:
                 raise CheckFailed(
                     f"{call}: you averaged the logits over the positions of the context. Each position predicts the "
                     "token after it; the next token is predicted at the last position alone."
+                )
+            new, expected_new = ids[:, prompt_length:], expected[:, prompt_length:]  # (batch, max_new_tokens)
+            if (new == new[0]).all() and not (expected_new == expected_new[0]).all():
+                raise CheckFailed(
+                    f"{call}: every row got the same new tokens, {new[0].tolist()}, as if all were drawn from the "
+                    "first row's distribution. Each row of the batch is a sequence of its own: draw one token per "
+                    "row from that row's probabilities, (batch, vocab) in, (batch, 1) out."
                 )
             raise CheckFailed(
                 f"{call} must take, at every step, the most probable token according to the logits at the last "

@@ -651,12 +651,19 @@ def _parts_watched(generate_cached):
 
 
 def _expect_a_cache_per_block(made: list, blocks: int, failure: CheckFailed) -> None:
-    """Name the failure of a generation that made fewer caches than the model has blocks."""
+    """Name the failure of a generation that made fewer caches than the model has blocks, or new ones during the
+    generation."""
     if 0 < len(made) < blocks:
         raise CheckFailed(
             f"{failure}\nIt made {len(made)} KVCache for the model's {blocks} blocks, so the blocks share a cache: "
             "each appends its keys and values to it, and it counts every position once per block. [KVCache()] * n "
             "repeats one and the same cache n times; make a new KVCache for each block."
+        ) from failure.__cause__
+    if len(made) > blocks:
+        raise CheckFailed(
+            f"{failure}\nIt made {len(made)} KVCaches for the model's {blocks} blocks: new, empty caches during the "
+            "generation (one set per step, if made inside the loop), so the model forgets every position before "
+            "the one it is given. Make the caches once, before the loop, and keep them for the whole generation."
         ) from failure.__cause__
 
 

@@ -2,17 +2,21 @@
 autograder's parallel path: nbgrader autogrades each (student, assignment) in a worker process, the student's code
 in the grading sandbox and the test cells in the judge, and the results are written into the class gradebook.
 
-For every assignment: the solved student version (full marks, nothing to report), the untouched one (zero) and a
-submission of one kept wrong answer per exercise, on which the autograded notebook, the report and the gradebook
-agree (each wrong answer loses exactly its exercise's points, with the message that names the mistake). That the
-judge takes its points from every kept wrong answer is proven in test_wrong_answers.py; the sample submissions,
-honest, tampered, faulty and hostile, in test_grading_samples.py.
+For every assignment, two submissions: the solved student version (full marks, nothing to report), and one that
+answers every other exercise with a kept wrong answer and leaves the rest as handed out, on which the autograded
+notebook, the report and the gradebook agree: each wrong answer loses exactly its exercise's points, with the
+message that names the mistake, and each exercise left as it was fails with NotImplementedYet and earns nothing.
+(One submission proves both, where an untouched version and a wrong one took two gradings each.) That the judge
+takes its points from every kept wrong answer is proven in test_wrong_answer_trials.py; an untouched notebook that
+nbgrader fails on every test, for every assignment, in test_notebooks.py (validate --invert); the sample
+submissions, honest, tampered, faulty and hostile, in test_grading_samples.py.
 """
 
 from dataclasses import dataclass
 
 import pytest
 
+from autograder.cells import grade_id, is_answer
 from autograder.class_folder import ClassFolder
 from autograder.grading import Limits, Outcome
 from autograder.repository import assignments
@@ -28,7 +32,7 @@ from class_records import (
     solution_lines_not_handed_out,
 )
 from cores import grading_workers
-from wrong_answers import wrong_answer_submissions
+from wrong_answers import of_assignment
 
 pytestmark = pytest.mark.grading
 
@@ -40,7 +44,7 @@ class Graded:
     class_folder: ClassFolder
     grades: dict[tuple[str, str], dict[str, str]]  # (student, assignment) → exported row
     outcomes: dict[tuple[str, str], Outcome]
-    wrong: dict[str, Submission]  # assignment → the submission of one wrong answer per exercise
+    mixed: dict[str, Submission]  # assignment → wrong answers to every other exercise, the rest as handed out
     before: dict[str, str]  # the class folder's files, but for what grading writes, before grading: path → hash
 
 
@@ -48,19 +52,37 @@ class Graded:
 def graded(tmp_path_factory) -> Graded:
     class_folder = ClassFolder.create(tmp_path_factory.mktemp("class") / "course")
     class_folder.write_student_versions()
-    wrong = {}
+    mixed = {}
     for assignment in assignments():
         released = class_folder.released(assignment)
         class_folder.submit("solutions", assignment, filled_in(released, solution_code(assignment)))
-        class_folder.submit("untouched", assignment, released)
-        wrong[assignment] = wrong_answer_submissions(assignment, released)[0]
-        class_folder.submit(wrong[assignment].student, assignment, wrong[assignment].notebooks)
+        mixed[assignment] = wrong_and_untouched(assignment, released)
+        class_folder.submit(MIXED, assignment, mixed[assignment].notebooks)
     before = class_files(class_folder.root)
     outcomes = class_folder.autograde(limits=Limits(cell_timeout=CELL_TIMEOUT, workers=grading_workers()))
     for assignment in assignments():
         class_folder.generate_feedback(assignment)
     rows = {(row["student_id"], row["assignment"]): row for row in grades(class_folder)}
-    return Graded(class_folder, rows, {(o.student, o.assignment): o for o in outcomes}, wrong, before)
+    return Graded(class_folder, rows, {(o.student, o.assignment): o for o in outcomes}, mixed, before)
+
+
+MIXED = "wrong-and-untouched"
+
+
+def wrong_and_untouched(assignment: str, released) -> Submission:
+    """The first kept wrong answer of the first, third, fifth ... exercise; the others left as handed out."""
+    first_of_each = {}
+    for answer in of_assignment(assignment):
+        first_of_each.setdefault(answer.exercise, answer)
+    exercises = [grade_id(cell) for notebook in released.values() for cell in notebook.cells if is_answer(cell)]
+    answers = [first_of_each[exercise] for exercise in exercises[::2]]
+    code = {answer.exercise: answer.source for answer in answers}
+    return Submission(MIXED, assignment, filled_in(released, code), answers)
+
+
+def untouched_tests(submission: Submission) -> set[str]:
+    wrong = {answer.test_cell for answer in submission.wrong_answers}
+    return set(points_by_test(submission.notebooks)) - wrong
 
 
 @pytest.mark.parametrize("assignment", assignments())
@@ -85,29 +107,31 @@ def test_every_student_gets_feedback_with_the_exported_score(graded, assignment)
 
 
 @pytest.mark.parametrize("assignment", assignments())
-def test_untouched_student_versions_get_zero_and_fail_every_test(graded, assignment):
-    assert float(graded.grades["untouched", assignment]["score"]) == 0
-    failed = failed_in_nbgrader(graded.class_folder, "untouched", assignment)
-    assert set(failed) == set(points_by_test(graded.class_folder.released(assignment)))
-    assert {failure.error_type for failure in failed.values()} == {"NotImplementedYet"}, failed
+def test_exercises_left_as_handed_out_earn_nothing_and_fail_as_not_implemented(graded, assignment):
+    submission = graded.mixed[assignment]
+    failed = failed_in_nbgrader(graded.class_folder, MIXED, assignment)
+    untouched = untouched_tests(submission)
+    assert untouched and untouched <= set(failed)
+    assert {failed[test].error_type for test in untouched} == {"NotImplementedYet"}, failed
+    reported = {test.name: test for test in graded.outcomes[MIXED, assignment].tests}
+    assert all(reported[test].points == 0 for test in untouched)
 
 
 @pytest.mark.parametrize("assignment", assignments())
 def test_wrong_answers_lose_their_points_in_the_notebook_the_report_and_the_gradebook(graded, assignment):
-    """A submission of one wrong answer per exercise: the autograded notebook fails exactly those exercises' tests,
-    with the messages that name the mistakes (as in the wrong answers' trials, test_wrong_answers.py), the report
-    says so, and the gradebook takes off exactly those tests' points."""
-    submission = graded.wrong[assignment]
-    failed = failed_in_nbgrader(graded.class_folder, submission.student, assignment)
-    assert set(failed) == {answer.test_cell for answer in submission.wrong_answers}
-    reported = {test.name: test.message for test in graded.outcomes[submission.student, assignment].tests}
+    """Each wrong answer's test fails in the autograded notebook with the message that names the mistake (as in the
+    wrong answers' trials, test_wrong_answers.py), the report says so, and the gradebook takes off exactly the
+    points of the tests that failed: the wrong answers' and those of the exercises left as handed out."""
+    submission = graded.mixed[assignment]
+    failed = failed_in_nbgrader(graded.class_folder, MIXED, assignment)
+    assert set(failed) == {answer.test_cell for answer in submission.wrong_answers} | untouched_tests(submission)
+    reported = {test.name: test.message for test in graded.outcomes[MIXED, assignment].tests}
     for answer in submission.wrong_answers:
         assert answer.message in failed[answer.test_cell].text, f"autograded: {failed[answer.test_cell]}"
         assert answer.message in reported[answer.test_cell]
     points = points_by_test(submission.notebooks)
-    lost = sum(points[answer.test_cell] for answer in submission.wrong_answers)
-    row = graded.grades[submission.student, assignment]
-    assert float(row["score"]) == float(row["max_score"]) - lost
+    row = graded.grades[MIXED, assignment]
+    assert float(row["score"]) == float(row["max_score"]) - sum(points[test] for test in failed) == 0
 
 
 def test_the_class_folder_is_intact_but_for_what_grading_writes(graded):
@@ -120,15 +144,19 @@ def test_no_feedback_shows_hidden_test_code_or_machine_paths(graded, assignment)
 
 
 @pytest.mark.parametrize("assignment", assignments())
-def test_the_untouched_students_feedback_shows_no_solution_code(graded, assignment):
+def test_feedback_of_a_submission_with_no_exercise_solved_shows_no_solution_code(graded, assignment):
+    """Every failing check's message, and the feedback around it, shows no line of a solution that the student
+    version does not show and the student did not write."""
+    submission = graded.mixed[assignment]
+    written = "\n".join(answer.source for answer in submission.wrong_answers)
     solution = solution_lines_not_handed_out(assignment, list(solution_code(assignment)))
     assert solution
-    (page,) = [path for path in feedback_files(graded.class_folder, assignment) if "untouched" in path.parts]
-    assert [line for line in solution if line in feedback_text(page)] == []
+    (page,) = [path for path in feedback_files(graded.class_folder, assignment) if MIXED in path.parts]
+    assert [line for line in solution if line in feedback_text(page) and line not in written] == []
 
 
 def test_regrading_changes_nothing_in_the_gradebook(graded):
     before = gradebook_rows(graded.class_folder)
-    again = [("solutions", assignments()[0]), ("untouched", assignments()[-1])]
+    again = [("solutions", assignments()[0]), (MIXED, assignments()[-1])]
     graded.class_folder.autograde(again, Limits(cell_timeout=CELL_TIMEOUT, workers=grading_workers()))
     assert gradebook_rows(graded.class_folder) == before

@@ -451,3 +451,8 @@ def gap_rounding_small_gaps_to_zero(f, x, perm):
 @wrong_answer("self_attention", message="every output is the plain mean of the inputs")
 def self_attention_with_uniform_weights(x):
     return x.mean(-2, keepdim=True).expand_as(x)
+
+
+@wrong_answer("self_attention", message="a loop `for s in x`, for one, walks over the first axis")
+def self_attention_stacking_over_the_first_axis(x):
+    return torch.stack([attention_weights(s) @ s for s in x])

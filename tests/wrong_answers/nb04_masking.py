@@ -815,3 +815,14 @@ def decoder_mask_from_the_padding_mask_made_triangular(lengths):
 def decoder_mask_with_plus(lengths):
     n = int(lengths.max())
     return padding_mask(lengths, n) + causal_mask(n)
+
+
+@wrong_answer("causal_mask", message="torch.tensor of an empty list has no values to take a dtype from")
+def causal_mask_from_a_list_comprehension(n):
+    return torch.tensor([[j <= i for j in range(n)] for i in range(n)])
+
+
+@wrong_answer("decoder_mask", message="Broadcasting lines axes up from the right")
+def decoder_mask_with_an_axis_added_to_the_causal_mask(lengths):
+    n = int(lengths.max())
+    return padding_mask(lengths, n) & causal_mask(n).unsqueeze(1)

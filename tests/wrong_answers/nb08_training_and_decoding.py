@@ -1115,3 +1115,83 @@ def beam_search_setting_finished_hypotheses_aside_without_eos(model, src, beam_s
 @wrong_answer("learning_rate", message="a number fixed in your function stands where an argument should be used")
 def learning_rate_with_the_warmup_fixed_at_400(step, peak, warmup_steps):
     return peak * min(step / 400, math.sqrt(400 / step))
+
+
+@wrong_answer("sequence_loss", message="you normalised over the positions (dim 1), not over the vocabulary")
+def loss_with_the_log_softmax_over_the_positions(logits, target, pad_id, smoothing=0.0):
+    log_p = torch.log_softmax(logits, dim=1)
+    right_word = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    every_word = -log_p.mean(dim=-1)
+    per_position = (1 - smoothing) * right_word + smoothing * every_word
+    return per_position[target != pad_id].mean()
+
+
+@wrong_answer("beam_search", message="your search stopped as soon as a hypothesis finished")
+def beam_search_returning_the_first_finished(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    alive = [([BOS], 0.0)]
+    for _ in range(max_len):
+        words = torch.tensor([hypothesis for hypothesis, _ in alive])
+        logits = model.decode(words, memory.expand(len(alive), -1, -1), target_mask(words, PAD), src_mask)
+        log_p = logits[:, -1].log_softmax(dim=-1)
+        scores = torch.tensor([score for _, score in alive])[:, None] + log_p
+        best = scores.flatten().topk(min(beam_size, scores.numel()))
+        alive = []
+        for score, index in zip(best.values.tolist(), best.indices.tolist(), strict=True):
+            hypothesis, word = divmod(index, log_p.shape[-1])
+            extended = (words[hypothesis].tolist() + [word], score)
+            if word == EOS:
+                return extended[0][1:]
+            alive.append(extended)
+    best_words, _ = max(alive, key=lambda h: h[1] / (len(h[0]) - 1) ** alpha)
+    return best_words[1:]
+
+
+@wrong_answer("beam_search", message="product of its words' probabilities divided by length**alpha")
+def beam_search_multiplying_probabilities(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    alive, finished = [([BOS], 1.0)], []
+    for _ in range(max_len):
+        words = torch.tensor([hypothesis for hypothesis, _ in alive])
+        logits = model.decode(words, memory.expand(len(alive), -1, -1), target_mask(words, PAD), src_mask)
+        p = logits[:, -1].softmax(dim=-1)
+        scores = torch.tensor([score for _, score in alive])[:, None] * p
+        best = scores.flatten().topk(min(beam_size, scores.numel()))
+        alive = []
+        for score, index in zip(best.values.tolist(), best.indices.tolist(), strict=True):
+            hypothesis, word = divmod(index, p.shape[-1])
+            extended = (words[hypothesis].tolist() + [word], score)
+            (finished if word == EOS else alive).append(extended)
+        if not alive:
+            break
+    best_words, _ = max(finished + alive, key=lambda h: h[1] / (len(h[0]) - 1) ** alpha)
+    return best_words[1:]
+
+
+@wrong_answer("beam_search", message="divmod(index, vocab) gives (hypothesis, word)")
+def beam_search_decoding_the_flat_index_the_wrong_way_round(model, src, beam_size, max_len, alpha=0.6):
+    src = src[None]
+    src_mask = source_mask(src, PAD)
+    memory = model.encode(src, src_mask)
+    alive, finished = [([BOS], 0.0)], []
+    for _ in range(max_len):
+        words = torch.tensor([hypothesis for hypothesis, _ in alive])
+        logits = model.decode(words, memory.expand(len(alive), -1, -1), target_mask(words, PAD), src_mask)
+        log_p = logits[:, -1].log_softmax(dim=-1)
+        scores = torch.tensor([score for _, score in alive])[:, None] + log_p
+        best = scores.flatten().topk(min(beam_size, scores.numel()))
+        alive = []
+        for score, index in zip(best.values.tolist(), best.indices.tolist(), strict=True):
+            word, hypothesis = divmod(index, len(words))
+            if hypothesis >= len(words) or word >= log_p.shape[-1]:
+                continue
+            extended = (words[hypothesis].tolist() + [word], score)
+            (finished if word == EOS else alive).append(extended)
+        if not alive:
+            break
+    best_words, _ = max(finished + alive, key=lambda h: h[1] / (len(h[0]) - 1) ** alpha)
+    return best_words[1:]

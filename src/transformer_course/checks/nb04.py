@@ -93,7 +93,13 @@ def _expect_boolean(mask, name: str, shape, call: str) -> torch.Tensor:
                 f"{name} returned an additive mask (0 and -inf). Return a boolean mask, True where attention "
                 "is allowed; attention turns it into scores of -inf."
             )
-        raise CheckFailed(f"{name} returned dtype {mask.dtype}; return a boolean mask (dtype torch.bool).")
+        empty = (
+            f" It is empty here, {call}: torch.tensor of an empty list has no values to take a dtype from and makes "
+            "float32, whatever the other sizes give; say dtype=torch.bool, or build the mask with tensor operations."
+            if mask.numel() == 0
+            else ""
+        )
+        raise CheckFailed(f"{call} returned dtype {mask.dtype}; return a boolean mask (dtype torch.bool).{empty}")
     return expect_tensor(mask, call, shape, torch.bool)
 
 

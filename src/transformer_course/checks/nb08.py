@@ -9,6 +9,7 @@ need one row of memory per row of target words, as the real model's cross-attent
 
 import itertools
 import math
+import random
 import re
 
 import torch
@@ -538,6 +539,7 @@ class _Spy(nn.Module):
         self.widths: list[int] = []
         self.rows_at_width: dict[int, int] = {}  # prefix width -> rows of prefixes decoded at that width, in all
         self.decoded: dict[int, set[tuple[int, ...]]] = {}  # prefix width -> the prefixes' words after BOS
+        self.calls: list[list[tuple[int, ...]]] = []  # each decode call's prefixes (words after BOS), row by row
         self.encoded_rows = 0  # sentences encoded, through forward too
         self.forward_calls = 0
 
@@ -556,6 +558,7 @@ class _Spy(nn.Module):
         self.widths.append(tgt.shape[-1])
         self.rows_at_width[tgt.shape[-1]] = self.rows_at_width.get(tgt.shape[-1], 0) + tgt.shape[0]
         self.decoded.setdefault(tgt.shape[-1], set()).update(tuple(row[1:]) for row in tgt.tolist())
+        self.calls.append([tuple(row[1:]) for row in tgt.tolist()])
         self._expect_memory_per_row(memory, tgt.shape[0])
         self._expect_source_mask(src_mask, memory[..., 0] != PAD, "model.decode")
         self._expect_causal(tgt_mask, tgt.shape[-1], memory.shape[1])
@@ -699,6 +702,7 @@ _RANKINGS = {  # how a search ranks a hypothesis from its words' log-probabiliti
     "BOS counted": lambda log_p, alpha: sum(log_p) / (len(log_p) + 1) ** alpha,
     "GNMT": lambda log_p, alpha: sum(log_p) / ((5 + len(log_p)) / 6) ** alpha,
     "divided at every step": _divided_at_every_step,
+    "probability": lambda log_p, alpha: math.exp(sum(log_p)) / len(log_p) ** alpha,
 }
 
 
@@ -959,7 +963,9 @@ def check_beam_search(beam_search, seed: int = 0) -> None:
          "hypotheses compete with the finished ones, and here an unfinished one scores best"),
     ]  # fmt: skip
     src = torch.tensor([4, 5, 6])  # (n_src,): the scripted models do not read it
-    for (table, default), beam_size, max_len, alpha, lesson in cases:
+    words_drawn = _words_drawn(seed)
+    for case, beam_size, max_len, alpha, lesson in cases:
+        table, default = _relabelled(case, words_drawn)
         model = _TableModel(table, default)
         call = f"beam_search(model, src, beam_size={beam_size}, max_len={max_len}, alpha={alpha})"
         try:
@@ -968,7 +974,7 @@ def check_beam_search(beam_search, seed: int = 0) -> None:
         except NotImplementedYet:
             raise
         except CheckFailed as crash:
-            crash_lesson = lesson if table is _NEVER_ENDING[0] else None  # the one case a crash here is about
+            crash_lesson = lesson if case is _NEVER_ENDING else None  # the one case a crash here is about
             _explain_crash(crash, beam_search, model, call, (beam_size, max_len, alpha), crash_lesson)
         model.expect_no_problems(call)
         _expect_beam_kept_to_size(model, beam_size, call)
@@ -982,8 +988,17 @@ def check_beam_search(beam_search, seed: int = 0) -> None:
             _explain_early_stop(beam_search, model, words, call, max_len=max_len, alpha=alpha)
         if not _is_best(model, words, max_len, alpha):
             _expect_independent_of_logit_offsets(beam_search, table, default, words, call, beam_size, max_len, alpha)
+        about_choosing = case not in (_GREEDY_TRAP, _SURE_BUT_UNLIKELY)  # the others' lessons: choosing the result
         _expect_best_hypothesis(
-            beam_search, model, words, call, beam_size=beam_size, max_len=max_len, alpha=alpha, lesson=lesson
+            beam_search,
+            model,
+            words,
+            call,
+            beam_size=beam_size,
+            max_len=max_len,
+            alpha=alpha,
+            lesson=lesson,
+            about_choosing=about_choosing,
         )
     _check_beam_of_one_is_greedy(beam_search, seed)
     passed("beam_search", "finds the best hypothesis by summed log-probability with length normalisation")
@@ -1116,7 +1131,10 @@ def _expect_best_hypothesis(
     max_len: int,
     alpha: float,
     lesson: str,
+    about_choosing: bool,
 ) -> None:
+    """``lesson``: what the case teaches; ``about_choosing``: whether that is about choosing the result (otherwise
+    it is about the search)."""
     best, best_score = model.best(max_len, alpha)
     score = model.score(words, alpha)
     if math.isclose(score, best_score, abs_tol=1e-9):
@@ -1154,6 +1172,30 @@ def _expect_best_hypothesis(
             f"{' and under '.join(ranked_first)}; here the score is divided by length**alpha itself, where the "
             "length is the number of words after BOS, EOS included."
         )
+    stopped = _stopped_at_the_first_finished(model, words, beam_size, max_len)
+    if stopped:
+        raise CheckFailed(
+            f"{call} returned {words} (score {score:.4f}), but {best} scores {best_score:.4f}: your search stopped "
+            f"as soon as a hypothesis finished, while the beam still held {stopped}, unfinished. A finished "
+            "hypothesis is set aside; the search goes on with the others until none is left or they reach max_len "
+            "words, and then chooses among all of them."
+        )
+    if alpha != 0 and words == model.best(max_len, alpha, "probability")[0] != best and _multiplies(beam_search):
+        raise CheckFailed(
+            f"{call} returned {words} (score {score:.4f}); {best} scores {best_score:.4f}. Yours ranks first by the "
+            "product of its words' probabilities divided by length**alpha. Multiplying probabilities keeps the same "
+            "beam as adding log-probabilities, but length normalisation divides the summed log-probability, a "
+            "negative number, so that long hypotheses are not punished for their many words; dividing a product of "
+            "probabilities favours the short ones instead (and the product of many probabilities underflows to 0). "
+            "Add log-probabilities (log_softmax) and divide their sum."
+        )
+    swapped = _index_decoded_the_wrong_way_round(model, beam_size)
+    if swapped:
+        raise CheckFailed(
+            f"{call} returned {words} (score {score:.4f}), but {best} scores {best_score:.4f}: {swapped}. In the "
+            "flattened (hypotheses, vocab) scores, index = hypothesis · vocab + word, so divmod(index, vocab) gives "
+            "(hypothesis, word), in that order."
+        )
     if _kept_by_a_beam(model, best, beam_size):
         unfinished = (
             f" Yours is unfinished and scores {score:.4f}, below the finished {best}: when max_len is reached, the "
@@ -1161,7 +1203,6 @@ def _expect_best_hypothesis(
             if words[-1] != EOS and best[-1] == EOS
             else ""
         )
-        about_choosing = model.table not in (_GREEDY_TRAP[0], _SURE_BUT_UNLIKELY[0])  # lessons about the search
         raise CheckFailed(
             f"{call} returned {words} (score {score:.4f}), but {best} scores {best_score:.4f}, and your search had "
             f"it: model.decode got {_prefix(best[:-1])}, and {best} is among the {beam_size} best extensions of "
@@ -1177,6 +1218,81 @@ def _expect_best_hypothesis(
     )
 
 
+def _extension_scores(model: _TableModel, prefixes: list[tuple[int, ...]]) -> list[tuple[float, int, int]]:
+    """(summed log-probability, row, word) of every one-word extension of the prefixes, in the flat order of a
+    (hypotheses, vocab) tensor of scores."""
+    return [
+        (sum(model.log_probabilities([*prefix, word])), row, word)
+        for row, prefix in enumerate(prefixes)
+        for word in range(model.vocab)
+    ]
+
+
+def _stopped_at_the_first_finished(model: _TableModel, words: list[int], beam_size: int, max_len: int) -> str | None:
+    """The unfinished hypotheses of the beam, when the learner's search kept the right beam at every step, then
+    returned a finished hypothesis from the step at which it stopped, before max_len, although the beam still held
+    unfinished ones; None otherwise."""
+    if words[-1] != EOS or len(words) >= max_len or not model.calls or len(model.calls[-1][0]) != len(words) - 1:
+        return None
+    for now, then in itertools.pairwise(model.calls):
+        best = sorted(_extension_scores(model, now), reverse=True)[:beam_size]
+        if set(then) != {(*now[row], word) for _, row, word in best if word != EOS}:
+            return None
+    extensions = sorted(_extension_scores(model, model.calls[-1]), reverse=True)[:beam_size]
+    kept = [[*model.calls[-1][row], word] for _, row, word in extensions]
+    if words not in kept:
+        return None
+    unfinished = [hypothesis for hypothesis in kept if hypothesis[-1] != EOS]
+    return " and ".join(map(str, unfinished)) or None
+
+
+def _index_decoded_the_wrong_way_round(model: _TableModel, beam_size: int) -> str | None:
+    """What the learner's search decoded next, when it is what the best extensions of a step give with their flat
+    index read as divmod(index, hypotheses) = (word, hypothesis) and not what they give read rightly; None
+    otherwise."""
+    for now, then in itertools.pairwise(model.calls):
+        if not now or not then or len(then[0]) != len(now[0]) + 1:
+            continue
+        best = sorted(_extension_scores(model, now), reverse=True)[:beam_size]
+        flat = [row * model.vocab + word for _, row, word in best]
+        right = {(*now[row], word) for _, row, word in best}
+        swapped = set()
+        for index in flat:
+            word, row = divmod(index, len(now))
+            if row < len(now):
+                swapped.add((*now[row], word))
+        if not set(then) <= right and set(then) <= swapped:
+            return (
+                f"after {_prefix(list(now[0]))} and the rest of its beam, model.decode got {sorted(map(list, then))}, "
+                "the extensions that the best flat indices give when read as divmod(index, hypotheses) = (word, "
+                "hypothesis)"
+            )
+    return None
+
+
+def _words_drawn(seed: int) -> dict[int, int]:
+    """How the scripted cases' words 4 to 7 are renamed for a seed: none for seed 0, the visible check's; another
+    order of the same four words for every other seed, so that an answer written to fit the visible cases' words
+    fails the hidden ones."""
+    words = [4, 5, 6, 7]
+    if seed:
+        random.Random(seed).shuffle(words)
+    return dict(zip([4, 5, 6, 7], words, strict=True))
+
+
+def _relabelled(case: tuple[dict, dict], renamed: dict[int, int]) -> tuple[dict, dict]:
+    """A scripted case (table, default) with its words renamed; EOS stays EOS."""
+    table, default = case
+
+    def probabilities(next_words: dict[int, float]) -> dict[int, float]:
+        return {renamed.get(word, word): p for word, p in next_words.items()}
+
+    return (
+        {tuple(renamed.get(word, word) for word in prefix): probabilities(after) for prefix, after in table.items()},
+        probabilities(default),
+    )
+
+
 def _kept_by_a_beam(model: _TableModel, hypothesis: list[int], beam_size: int) -> bool:
     """Whether the search decoded the prefix that the hypothesis extends and, among the extensions of all the
     prefixes it decoded at that step, the hypothesis is one of the beam_size best by summed log-probability: then
@@ -1188,6 +1304,23 @@ def _kept_by_a_beam(model: _TableModel, hypothesis: list[int], beam_size: int) -
     extensions = [[*prefix, word] for prefix in prefixes for word in range(model.vocab)]
     better = [words for words in extensions if sum(model.log_probabilities(words)) > its_score + 1e-9]
     return len(better) < beam_size
+
+
+def _multiplies(beam_search) -> bool:
+    """Whether the search returns what the product of the words' probabilities divided by length**alpha ranks
+    first in two cases where that choice differs from the others': a search that ignores alpha, or prefers
+    finished hypotheses, does so in only one of them."""
+    for (table, default), max_len, alpha in ((_SHORT_OR_LONG, 6, 1.0), (_UNFINISHED_WINS, 3, 0.6)):
+        model = _TableModel(table, default)
+        call = f"beam_search(model, src, beam_size=2, max_len={max_len}, alpha={alpha})"
+        try:
+            with torch.no_grad():
+                found = call_learner(beam_search, model, torch.tensor([4, 5, 6]), 2, max_len, alpha, call=call)
+        except CheckFailed:
+            return False
+        if found != model.best(max_len, alpha, "probability")[0]:
+            return False
+    return True
 
 
 def _divides_at_every_step(beam_search) -> bool:

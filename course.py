@@ -9,6 +9,7 @@ requirements-dev.txt, which adds the tests' tools) when needed.
     python3.11 course.py grade [NOTEBOOK ...]   grade your notebooks, hidden tests included (default: all)
     python3.11 course.py class COMMAND ...      an instructor's commands: new, generate, collect, autograde,
                                                 feedback, export, demo (`class --help` says more)
+    python3.11 course.py data       write the course's datasets into data/ as files you can open (data/README.md)
     python3.11 course.py generate   regenerate notebooks/ from solutions/ (for maintainers)
     python3.11 course.py hub-environment DIR   in a student release: build the students' environment of a
                                                JupyterHub at DIR (no answer in it)
@@ -228,6 +229,15 @@ def check(extra_args: list[str]) -> int:
     return 1 if failures else 0
 
 
+def data(extra_args: list[str]) -> int:
+    """Write the datasets that the course's code makes into data/, as files (data/README.md says what each is)."""
+    from transformer_course.data.files import FOLDER, write_all
+
+    for path in write_all():
+        print(path.relative_to(FOLDER.parent))
+    return 0
+
+
 def generate(extra_args: list[str]) -> int:
     import notebook_build  # needs the environment's nbgrader
     from autograder.repository import assignments
@@ -256,6 +266,7 @@ def new_class(extra_args: list[str]) -> int:
 COMMANDS = {
     "lab": lab,
     "check": check,
+    "data": data,
     "generate": generate,
     "grade": grade,
     "class": teach,

@@ -1886,3 +1886,23 @@ class multi_head_scaling_queries_twice(nn.Module):
         head_mask = None if mask is None else mask.unsqueeze(-3)
         outputs, weights = attention(q, k, v, head_mask)
         return self.output(merge_heads(outputs)), weights
+
+
+@wrong_answer("MultiHeadAttention", message="Give the mask an axis of size 1 where the scores have their heads")
+class MultiHeadAttentionWithTheMasksHeadAxisInFront(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.query = nn.Linear(d_model, d_model)
+        self.key = nn.Linear(d_model, d_model)
+        self.value = nn.Linear(d_model, d_model)
+        self.output = nn.Linear(d_model, d_model)
+
+    def forward(self, x, context=None, mask=None):
+        context = x if context is None else context
+        q = split_heads(self.query(x), self.num_heads)
+        k = split_heads(self.key(context), self.num_heads)
+        v = split_heads(self.value(context), self.num_heads)
+        head_mask = None if mask is None else mask.unsqueeze(0)
+        outputs, weights = attention(q, k, v, head_mask)
+        return self.output(merge_heads(outputs)), weights

@@ -1446,3 +1446,31 @@ class TransformerWithSixLayersFixed(nn.Module):
 
     def forward(self, src, tgt, src_mask=None, tgt_mask=None):
         return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)
+
+
+@wrong_answer("Transformer", message="the positions are counted from 1")
+class TransformerCountingPositionsFromOne(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model=64, num_heads=4, d_ff=256, num_layers=2, norm_first=False):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab, d_model)
+        self.tgt_embedding = nn.Embedding(tgt_vocab, d_model)
+        for table in (self.src_embedding, self.tgt_embedding):
+            nn.init.normal_(table.weight, std=d_model**-0.5)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.decoder = Decoder(num_layers, d_model, num_heads, d_ff, norm_first)
+        self.output = nn.Linear(d_model, tgt_vocab)
+
+    def embed(self, tokens, table):
+        positions = sinusoidal_encoding(tokens.shape[-1] + 1, self.d_model)[1:]
+        return table(tokens) * math.sqrt(self.d_model) + positions
+
+    def encode(self, src, src_mask=None):
+        return self.encoder(self.embed(src, self.src_embedding), src_mask)
+
+    def decode(self, tgt, memory, tgt_mask=None, src_mask=None):
+        hidden = self.decoder(self.embed(tgt, self.tgt_embedding), memory, tgt_mask, src_mask)
+        return self.output(hidden)
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        return self.decode(tgt, self.encode(src, src_mask), tgt_mask, src_mask)

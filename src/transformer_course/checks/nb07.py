@@ -695,14 +695,16 @@ def _embedded(
 ) -> torch.Tensor:
     """The tokens looked up in ``table`` (vocab, d_model), scaled, plus the sinusoidal encoding; the arguments give
     the usual mistakes: another scale, positions left out ("none"), taken along the batch axis ("batch") or
-    computed with sinusoidal_encoding's arguments swapped and transposed to fit ("swapped"), or the positions
-    scaled with the words."""
+    computed with sinusoidal_encoding's arguments swapped and transposed to fit ("swapped"), counted from 1
+    ("from one"), or the positions scaled with the words."""
     if positions == "sequence":
         encoding = sinusoidal_encoding(tokens.shape[-1], D_MODEL)  # (seq, d_model)
     elif positions == "batch":
         encoding = sinusoidal_encoding(tokens.shape[0], D_MODEL)[:, None, :]  # (batch, 1, d_model)
     elif positions == "swapped":
         encoding = sinusoidal_encoding(D_MODEL, tokens.shape[-1]).mT  # (seq, d_model), other numbers
+    elif positions == "from one":
+        encoding = sinusoidal_encoding(tokens.shape[-1] + 1, D_MODEL)[1:]  # (seq, d_model): positions 1 to seq
     else:
         encoding = 0.0
     vectors = nn.functional.embedding(tokens, table)  # (batch, seq, d_model)
@@ -936,6 +938,11 @@ EMBEDDING_MISTAKES = {
     "swapped it computes the encoding of d_model positions over seq_len features, other numbers than the encoding "
     "of the seq_len positions over d_model features. sinusoidal_encoding takes the number of positions first, then "
     "d_model": ({"positions": "swapped"}, True),
+    "the positions are counted from 1: the first word got the encoding of position 1, the second that of 2, and "
+    "so on. Positions count from 0, as rows of sinusoidal_encoding(seq_len, d_model) do: row t is position t": (
+        {"positions": "from one"},
+        True,
+    ),
     WHOLE_TARGET: ({}, False),
 }
 SWAPPED_MODEL_MASKS = (

@@ -24,12 +24,11 @@ notebook 07 autogrades under a 512 MiB data limit, and needs about 1.5 GiB of ad
 """
 
 import contextlib
+import functools
 import json
 import math
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 import warnings
@@ -44,9 +43,9 @@ import nbformat
 from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
 
+from autograder import warm_start
 from autograder.cells import grade_id, is_test, points
 from autograder.job_watch import WALL_FACTOR, Stopped, communicate_within
-from autograder.repository import this_python_first
 from autograder.verification.findings import (
     ExtraFile,
     Finding,
@@ -235,13 +234,22 @@ def failed(job: Job, reason: str) -> Outcome:
 
 def prepare_worker(memory: int, threads: int) -> None:
     """Run in each worker before any job; the worker's children (nbgrader, kernels, sealed runs) inherit all
-    of it: the memory limit, and as many PyTorch threads as leave every worker a fair share of the cores."""
+    of it: the memory limit, as many PyTorch threads as leave every worker a fair share of the cores, and the
+    imports every job's nbgrader needs (warm_start.py)."""
     os.environ["OMP_NUM_THREADS"] = str(threads)
     try:
         import resource
     except ImportError:  # Windows: no per-process limits; grading still works
-        return
-    resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
+        resource = None
+    if resource is not None:
+        resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
+    warm_start.preload()
+
+
+@functools.cache
+def preloaded(source: Path) -> None:
+    """The assignment's checks imported in this worker, once, for every job's copy of it (warm_start.py)."""
+    warm_start.preload_assignment(source)
 
 
 # --- in a worker ------------------------------------------------------------------------------------------
@@ -302,10 +310,7 @@ def run_nbgrader(job: Job, scratch: Path) -> tuple[str, Stopped | None]:
     """nbgrader's autograde of the one submission; its log (nbgrader goes on after a notebook fails). A run
     that uses more processor time than the job's limit, or outlasts every cell's time limit together, is stopped,
     its kernel with it (job_watch.py says why processor time)."""
-    command = [
-        sys.executable,
-        "-m",
-        "nbgrader",
+    args = [
         "autograde",
         job.assignment,
         "--student",
@@ -315,10 +320,10 @@ def run_nbgrader(job: Job, scratch: Path) -> tuple[str, Stopped | None]:
         f"--JudgedExecute.progress_file={scratch / PROGRESS}",
         f"--JudgedExecute.cell_processor_time={CELL_SHARE * job.limits.job_time_limit(job.assignment):g}",
     ]
-    command += [f"--GradingSandbox.enabled={job.limits.sandbox}", f"--GradingSandbox.memory={job.limits.memory}"]
-    process = subprocess.Popen(
-        command, cwd=scratch, env=this_python_first(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    args += [f"--GradingSandbox.enabled={job.limits.sandbox}", f"--GradingSandbox.memory={job.limits.memory}"]
+    with contextlib.suppress(Exception):  # a source that cannot be imported fails in the job itself, as it should
+        preloaded(job.root / "source" / job.assignment)
+    process = warm_start.start(args, scratch)
     code_cells = sum(
         cell.cell_type == "code"
         for path in (job.root / "source" / job.assignment).glob("*.ipynb")

@@ -127,6 +127,8 @@ def plain_copy(value, depth: int = 0):
     NOT_PLAIN for anything else (tensors come back as changed inputs; objects are the other side's own)."""
     if value is None or type(value) in (bool, int, float, str, bytes):
         return value
+    if type(value) in (list, tuple, set, frozenset) and wire.only_scalars(value):
+        return type(value)(value)
     if depth < 64 and isinstance(value, list | tuple | set | frozenset | dict):
         pairs = value.items() if isinstance(value, dict) else enumerate(value)
         items = {key: plain_copy(item, depth + 1) for key, item in pairs}
@@ -148,8 +150,11 @@ def refill(container, contents) -> None:
 
 
 def leaves_in(tree, wanted, found: list | None = None) -> list:
-    """The items of ``tree`` (lists, tuples and dict values, nested) for which ``wanted`` holds, depth first."""
+    """The items of ``tree`` (lists, tuples and dict values, nested) for which ``wanted`` holds, depth first.
+    ``wanted`` picks tensors or generators, never a number, a string or None: a list of only those is skipped."""
     found = [] if found is None else found
+    if type(tree) in (list, tuple) and wire.only_scalars(tree):
+        return found
     if wanted(tree):
         found.append(tree)
     elif type(tree) in (list, tuple):
@@ -411,6 +416,8 @@ class Peer:
         if value is None or kind in (bool, int, float, str, bytes):
             return value
         if kind in (list, tuple, set, frozenset) and depth < 64:
+            if wire.only_scalars(value):
+                return kind(value)
             return kind(self.exported(item, objects, gradients, depth + 1) for item in value)
         if (kind is dict or (isinstance(value, dict) and kind.__module__ == "collections")) and depth < 64:
             # Counter, OrderedDict, defaultdict arrive as a plain dict, in their order: isinstance(value, dict) holds
@@ -509,6 +516,8 @@ class Peer:
             return self.proxy(tree.number, infos)
         kind = type(tree)
         if kind in (list, tuple, set, frozenset):
+            if wire.only_scalars(tree):
+                return kind(tree)
             return kind(self.imported(item, infos) for item in tree)
         if kind is dict:
             return {self.imported(k, infos): self.imported(v, infos) for k, v in tree.items()}

@@ -678,14 +678,41 @@ class _TableModel(_Spy):
 
     def best(self, max_len: int, alpha: float, ranking: str = "length") -> tuple[list[int], float]:
         """The best hypothesis by trying every one: ended by EOS within max_len words, or max_len words long."""
-        words = (EOS, 4, 5, 6, 7)
-        candidates = [
-            [*prefix, EOS] for length in range(max_len) for prefix in itertools.product(words[1:], repeat=length)
-        ] + [list(prefix) for prefix in itertools.product(words[1:], repeat=max_len)]
-        best = max(candidates, key=lambda c: self.score(c, alpha, ranking))
-        return best, self.score(best, alpha, ranking)
+        rank = _RANKINGS[ranking]
+        best, log_p = max(self.every_hypothesis(max_len), key=lambda candidate: rank(candidate[1], alpha))
+        return list(best), rank(log_p, alpha)
+
+    def every_hypothesis(self, max_len: int) -> list[tuple[list[int], list[float]]]:
+        """Every hypothesis that best() tries, in a fixed order, with its words' log-probabilities: each prefix's
+        computed once, and the list kept for the next call on the same table (a check asks for several rankings of
+        one model, and builds the same tables again when it runs again)."""
+        key = (max_len, repr(self.table), repr(self.default))
+        if key not in _HYPOTHESES:
+            words = (4, 5, 6, 7)
+            log_p: dict[tuple[int, ...], list[float]] = {(): []}  # of every prefix of words, up to max_len long
+            longest = [()]
+            for _ in range(max_len):
+                longer = []
+                for prefix in longest:
+                    after = self.probabilities(prefix)
+                    for word in words:
+                        log_p[(*prefix, word)] = log_p[prefix] + [math.log(after.get(word, _NEVER))]
+                        longer.append((*prefix, word))
+                longest = longer
+            ended = [
+                ([*prefix, EOS], log_p[prefix] + [math.log(self.probabilities(prefix).get(EOS, _NEVER))])
+                for length in range(max_len)
+                for prefix in itertools.product(words, repeat=length)
+            ]
+            if len(_HYPOTHESES) >= _HYPOTHESES_KEPT:
+                _HYPOTHESES.pop(next(iter(_HYPOTHESES)))
+            _HYPOTHESES[key] = ended + [(list(prefix), log_p[prefix]) for prefix in longest]
+        return _HYPOTHESES[key]
 
 
+# _TableModel.every_hypothesis's lists, by max_len and table, the oldest dropped first: a few MiB each.
+_HYPOTHESES: dict[tuple[int, str, str], list[tuple[list[int], list[float]]]] = {}
+_HYPOTHESES_KEPT = 16
 _NEVER = 1e-13  # the probability of a word the table leaves out: its logit is 30 below a sure word's
 
 

@@ -181,6 +181,13 @@ class ClassFolder:
         """The class's configuration as nbgrader reads it: its nbgrader_config.py, with the course's settings."""
         return PyFileConfigLoader("nbgrader_config.py", path=str(self.root)).load_config()
 
+    def cell_timeout(self) -> float:
+        """Seconds a cell may run when this class is graded: its nbgrader_config.py's c.ExecutePreprocessor.timeout,
+        which nbgrader run by hand and the formgrader read too (the course's CELL_TIMEOUT unless the class sets its
+        own), so that one setting holds for every way of grading it."""
+        timeout = self.nbgrader_config().ExecutePreprocessor.get("timeout")
+        return float(timeout) if isinstance(timeout, int | float) and timeout > 0 else grading.CELL_TIMEOUT
+
     def nbgrader_api(self) -> NbGraderAPI:
         """nbgrader's Python interface to this class, with its configuration, as the formgrader uses it."""
         config = self.nbgrader_config()

@@ -88,7 +88,7 @@ def parser() -> argparse.ArgumentParser:
         if name == "autograde":
             sub.add_argument("--student", action="append", help="grade only this student (repeatable)")
             sub.add_argument("--all", action="store_true", help="grade every submission again, changed or not")
-            add_limits(sub)
+            add_limits(sub, cell_timeout=None)
             add_sandbox_choice(sub)
         if name == "feedback":
             sub.add_argument(
@@ -162,9 +162,16 @@ def add_class_folder(sub: argparse.ArgumentParser) -> None:
     )
 
 
-def add_limits(sub: argparse.ArgumentParser, cell_timeout: float = CELL_TIMEOUT) -> None:
+def add_limits(sub: argparse.ArgumentParser, cell_timeout: float | None = CELL_TIMEOUT) -> None:
+    """The limits' options; ``cell_timeout`` None: the class's own (``ClassFolder.cell_timeout``)."""
     sub.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="parallel grading processes")
-    sub.add_argument("--cell-timeout", type=float, default=cell_timeout, help="seconds per cell")
+    where = (
+        "the class's c.ExecutePreprocessor.timeout in its nbgrader_config.py, which nbgrader run by hand and the "
+        f"formgrader read too; {CELL_TIMEOUT:g} unless the class sets its own"
+        if cell_timeout is None
+        else f"{cell_timeout:g}"
+    )
+    sub.add_argument("--cell-timeout", type=float, default=cell_timeout, help=f"seconds per cell (default: {where})")
     sub.add_argument(
         "--job-timeout",
         type=float,
@@ -335,6 +342,8 @@ def autograde(args: argparse.Namespace) -> int:
     if not pairs:
         print("No submissions to grade in submitted/.")
         return 2
+    if args.cell_timeout is None:
+        args.cell_timeout = class_folder.cell_timeout()
     chosen = limits(args, sandbox=class_sandbox(args))
     if not args.all:
         changed = class_folder.changed(pairs, chosen)

@@ -11,6 +11,8 @@ requirements-dev.txt, which adds the tests' tools) when needed.
                                                 feedback, export, demo (`class --help` says more)
     python3.11 course.py data       write the course's datasets into data/ as files you can open (data/README.md)
     python3.11 course.py generate   regenerate notebooks/ from solutions/ (for maintainers)
+    python3.11 course.py book [NN ...]   the course as a website in .course/book/: each notebook as learners get
+                                         it, with the outputs and figures of a full run (takes minutes)
     python3.11 course.py hub-environment DIR   in a student release: build the students' environment of a
                                                JupyterHub at DIR (no answer in it)
     python3.11 course.py new-class DIR   the same as `class new DIR`
@@ -49,6 +51,7 @@ BWRAP_PACKAGES = ("bubblewrap",)
 INSTRUCTOR_FOLDERS = {
     "check": ("tests", "solutions", "autograder", "notebook_build"),
     "generate": ("solutions", "autograder", "notebook_build"),
+    "book": ("solutions", "autograder", "notebook_build"),
     "grade": ("solutions", "autograder"),
     "class": ("solutions", "autograder"),
     "new-class": ("solutions", "autograder"),
@@ -247,6 +250,15 @@ def generate(extra_args: list[str]) -> int:
     return 0
 
 
+def book(extra_args: list[str]) -> int:
+    """The course as a website (notebook_build/book.py): every notebook, or those whose numbers are given."""
+    from notebook_build import book as website
+
+    pages = website.build(only=extra_args or None)
+    print(f"Wrote {len(pages)} page(s) and index.html into {website.OUT.relative_to(REPO)}/")
+    return 0
+
+
 def grade(extra_args: list[str]) -> int:
     from autograder import cli  # needs the environment's nbgrader
 
@@ -268,6 +280,7 @@ COMMANDS = {
     "check": check,
     "data": data,
     "generate": generate,
+    "book": book,
     "grade": grade,
     "class": teach,
     "new-class": new_class,

@@ -1,0 +1,93 @@
+"""The course as a website: every notebook as the learner gets it, with the figures and outputs of a full run.
+
+Notebooks are stored without outputs, so a visitor to the repository sees no figure. ``python3.11 course.py book``
+runs each solution notebook top to bottom, as a learner would (nothing shortened), and writes the student
+version, with the outputs of that run, as one HTML page per notebook, with an index. The pages show no solution:
+
+- the code of every cell is the student version's, exercises as stubs;
+- an exercise's own cell shows no output (what the solution printed could give it away);
+- a test cell shows only the checks' ✔ lines, as feedback does: what else it printed comes from hidden tests.
+
+The pages go to ``.course/book/`` (not tracked by git); publish that folder as it is (docs/maintaining.md).
+"""
+
+import html
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbconvert import HTMLExporter
+
+from autograder.cells import is_answer, is_test
+from autograder.repository import NOTEBOOKS, REPO, SOLUTIONS, assignments
+from transformer_course import PASSED_MARK
+
+OUT = REPO / ".course" / "book"
+CELL_TIMEOUT = 1800  # seconds: notebook 08 trains in one cell
+
+
+def build(out: Path = OUT, only: list[str] | None = None) -> list[Path]:
+    """Write a page per notebook (all, or those whose folder starts with one of ``only``) and the index."""
+    out.mkdir(parents=True, exist_ok=True)
+    chosen = [name for name in assignments() if not only or name.startswith(tuple(only))]
+    pages = [write_page(with_a_full_run(name), name, out) for name in chosen]
+    (out / "index.html").write_text(index(pages), encoding="utf-8")
+    return pages
+
+
+def write_page(notebook: nbformat.NotebookNode, assignment: str, out: Path) -> Path:
+    body, _ = HTMLExporter(template_name="lab").from_notebook_node(notebook)
+    path = out / f"{assignment}.html"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def with_a_full_run(assignment: str) -> nbformat.NotebookNode:
+    """The assignment's student version with the outputs of its solution run top to bottom, as a learner runs it."""
+    (solution_path,) = sorted((SOLUTIONS / assignment).glob("*.ipynb"))
+    solution = nbformat.read(solution_path, as_version=4)
+    folder = {"metadata": {"path": str(solution_path.parent)}}  # the kernel runs where the notebook lies
+    NotebookClient(solution, timeout=CELL_TIMEOUT, kernel_name="python3", resources=folder).execute()
+    student = nbformat.read(NOTEBOOKS / assignment / solution_path.name, as_version=4)
+    with_outputs(student, solution)
+    return student
+
+
+def with_outputs(student: nbformat.NotebookNode, solution: nbformat.NotebookNode) -> None:
+    """Give each code cell of the student version the outputs that its cell had in the solution's run."""
+    ran = {cell.id: cell for cell in solution.cells if cell.cell_type == "code"}
+    for cell in student.cells:
+        if cell.cell_type != "code" or cell.id not in ran or is_answer(cell):
+            continue
+        outputs = ran[cell.id].outputs
+        cell.outputs = [passed_lines(output) for output in outputs] if is_test(cell) else outputs
+        cell.outputs = [output for output in cell.outputs if output is not None]
+        cell.execution_count = ran[cell.id].execution_count
+
+
+def passed_lines(output: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
+    """Of a test cell's output, the checks' ✔ lines only."""
+    if output.output_type != "stream":
+        return None
+    lines = [line for line in output.text.splitlines(keepends=True) if line.startswith(PASSED_MARK)]
+    return nbformat.v4.new_output("stream", name=output.name, text="".join(lines)) if lines else None
+
+
+def title(path: Path) -> str:
+    """A page's notebook title: its first heading."""
+    notebook = nbformat.read(NOTEBOOKS / path.stem / f"{path.stem}.ipynb", as_version=4)
+    for cell in notebook.cells:
+        for line in cell.source.splitlines() if cell.cell_type == "markdown" else []:
+            if line.startswith("#"):
+                return line.lstrip("#").strip()
+    return path.stem
+
+
+def index(pages: list[Path]) -> str:
+    items = "\n".join(f'<li><a href="{page.name}">{html.escape(title(page))}</a></li>' for page in pages)
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Transformers from first principles</title></head>\n'
+        "<body><h1>Transformers from first principles</h1>\n"
+        "<p>Each notebook as a learner gets it, exercises unsolved, with the outputs and figures of a full run.</p>\n"
+        f"<ol>\n{items}\n</ol></body></html>\n"
+    )

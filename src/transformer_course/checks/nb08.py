@@ -691,7 +691,7 @@ class _TableModel(_Spy):
             words = (4, 5, 6, 7)
             log_p: dict[tuple[int, ...], list[float]] = {(): []}  # of every prefix of words, up to max_len long
             longest = [()]
-            for _ in range(max_len):
+            while len(longest[0]) < max_len:
                 longer = []
                 for prefix in longest:
                     after = self.probabilities(prefix)

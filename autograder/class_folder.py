@@ -188,6 +188,13 @@ class ClassFolder:
         timeout = self.nbgrader_config().ExecutePreprocessor.get("timeout")
         return float(timeout) if isinstance(timeout, int | float) and timeout > 0 else grading.CELL_TIMEOUT
 
+    def memory(self) -> int:
+        """Bytes each process of a student's may write to when this class is graded: its nbgrader_config.py's
+        c.GradingSandbox.memory, which nbgrader run by hand and the formgrader read too (the course's unless the class
+        sets its own)."""
+        memory = self.nbgrader_config().GradingSandbox.get("memory")
+        return memory if isinstance(memory, int) and memory > 0 else grading.MEMORY_LIMIT
+
     def nbgrader_api(self) -> NbGraderAPI:
         """nbgrader's Python interface to this class, with its configuration, as the formgrader uses it."""
         config = self.nbgrader_config()

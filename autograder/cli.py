@@ -163,7 +163,8 @@ def add_class_folder(sub: argparse.ArgumentParser) -> None:
 
 
 def add_limits(sub: argparse.ArgumentParser, cell_timeout: float | None = CELL_TIMEOUT) -> None:
-    """The limits' options; ``cell_timeout`` None: the class's own (``ClassFolder.cell_timeout``)."""
+    """The limits' options; ``cell_timeout`` None: a class's command, whose cell timeout and memory are by default
+    the class's own settings (``ClassFolder.cell_timeout``, ``ClassFolder.memory``)."""
     sub.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="parallel grading processes")
     where = (
         "the class's c.ExecutePreprocessor.timeout in its nbgrader_config.py, which nbgrader run by hand and the "
@@ -179,7 +180,9 @@ def add_limits(sub: argparse.ArgumentParser, cell_timeout: float | None = CELL_T
         help="processor seconds per (student, assignment) in all, and five times that in wall-clock seconds "
         "(default: a few times the notebook's normal graded run)",
     )
-    sub.add_argument("--memory-gib", type=float, default=MEMORY_LIMIT / 2**30, help="memory per kernel (GiB)")
+    memory = None if cell_timeout is None else MEMORY_LIMIT / 2**30  # a class's: its c.GradingSandbox.memory
+    default = f"{MEMORY_LIMIT / 2**30:g}" if memory else "the class's c.GradingSandbox.memory, 2 unless it sets its own"
+    sub.add_argument("--memory-gib", type=float, default=memory, help=f"memory per kernel (GiB; default: {default})")
 
 
 def add_sandbox_choice(sub: argparse.ArgumentParser) -> None:
@@ -344,6 +347,8 @@ def autograde(args: argparse.Namespace) -> int:
         return 2
     if args.cell_timeout is None:
         args.cell_timeout = class_folder.cell_timeout()
+    if args.memory_gib is None:
+        args.memory_gib = class_folder.memory() / 2**30
     chosen = limits(args, sandbox=class_sandbox(args))
     if not args.all:
         changed = class_folder.changed(pairs, chosen)

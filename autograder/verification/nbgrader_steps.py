@@ -100,6 +100,15 @@ class GradingSandbox(Configurable):
     memory = Int(Sandbox.memory, help="Bytes each process of the student's may write to (see Sandbox.memory).").tag(
         config=True
     )
+    processes = Int(
+        Sandbox.processes,
+        help="Processes and threads the student's code may run at once, the kernel's own included (a kernel that "
+        "has used PyTorch on 2 threads runs 14); a fork bomb stops there.",
+    ).tag(config=True)
+    disk = Int(
+        Sandbox.disk,
+        help="Bytes the student's code may write to its private /tmp and working folder, which live in memory.",
+    ).tag(config=True)
 
     def sandbox(self, shared: tuple[str, ...] = (), readable: tuple[str, ...] = ()) -> Sandbox | None:
         """The sandbox to run in, or None when grading without one; refuses when none can run here."""
@@ -107,7 +116,7 @@ class GradingSandbox(Configurable):
             return None
         if reason := unavailable():
             raise RuntimeError(f"{reason} (nbgrader setting: c.GradingSandbox.enabled = False)")
-        return Sandbox(readable=readable, shared=shared, memory=self.memory)
+        return Sandbox(readable=readable, shared=shared, memory=self.memory, processes=self.processes, disk=self.disk)
 
 
 class JudgedExecute(Execute):

@@ -11,8 +11,8 @@ requirements-dev.txt, which adds the tests' tools) when needed.
                                                 feedback, export, demo (`class --help` says more)
     python3.11 course.py data       write the course's datasets into data/ as files you can open (data/README.md)
     python3.11 course.py generate   regenerate notebooks/ from solutions/ (for maintainers)
-    python3.11 course.py book [NN ...]   the course as a website in .course/book/: each notebook as learners get
-                                         it, with the outputs and figures of a full run (takes minutes)
+    python3.11 course.py book [DIR] [NN ...]   the course as a website in DIR (default .course/book/): each
+                                               notebook as learners get it, with a full run's outputs and figures
     python3.11 course.py hub-environment DIR   in a student release: build the students' environment of a
                                                JupyterHub at DIR (no answer in it)
     python3.11 course.py new-class DIR   the same as `class new DIR`
@@ -251,11 +251,18 @@ def generate(extra_args: list[str]) -> int:
 
 
 def book(extra_args: list[str]) -> int:
-    """The course as a website (notebook_build/book.py): every notebook, or those whose numbers are given."""
+    """The course as a website (notebook_build/book.py): into DIR (default .course/book), every notebook or those
+    whose numbers are given (`book site 01 02`)."""
     from notebook_build import book as website
 
-    pages = website.build(only=extra_args or None)
-    print(f"Wrote {len(pages)} page(s) and index.html into {website.OUT.relative_to(REPO)}/")
+    numbers = [arg for arg in extra_args if arg.isdigit()]
+    folders = [Path(arg).resolve() for arg in extra_args if not arg.isdigit()]
+    if len(folders) > 1:
+        print("usage: python3.11 course.py book [DIR] [NN ...]")
+        return 2
+    out = folders[0] if folders else website.OUT
+    pages = website.build(out, only=numbers or None)
+    print(f"Wrote {len(pages)} page(s) and index.html into {out}")
     return 0
 
 

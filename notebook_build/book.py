@@ -8,10 +8,15 @@ version, with the outputs of that run, as one HTML page per notebook, with an in
 - an exercise's own cell shows no output (what the solution printed could give it away);
 - a test cell shows only the checks' ✔ lines, as feedback does: what else it printed comes from hidden tests.
 
-The pages go to ``.course/book/`` (not tracked by git); publish that folder as it is (docs/maintaining.md).
+Each page links the index and the notebooks before and after it. The pages go to ``.course/book/`` (not tracked
+by git) unless another folder is given; publish that folder as it is (docs/maintaining.md).
+
+Why nbconvert. It renders a notebook as JupyterLab shows it, builds offline, and is already installed with nbgrader
+at its pinned version; Sphinx with MyST-NB or mkdocs-jupyter would add a toolchain and its pins for the same pages.
 """
 
 import html
+import re
 from pathlib import Path
 
 import nbformat
@@ -24,20 +29,33 @@ from transformer_course import PASSED_MARK
 
 OUT = REPO / ".course" / "book"
 CELL_TIMEOUT = 1800  # seconds: notebook 08 trains in one cell
+NAVIGATION_STYLE = "padding: 0.5em 1em; border-bottom: 1px solid #ccc; font-family: sans-serif"
 
 
 def build(out: Path = OUT, only: list[str] | None = None) -> list[Path]:
     """Write a page per notebook (all, or those whose folder starts with one of ``only``) and the index."""
     out.mkdir(parents=True, exist_ok=True)
     chosen = [name for name in assignments() if not only or name.startswith(tuple(only))]
-    pages = [write_page(with_a_full_run(name), name, out) for name in chosen]
+    pages = [out / f"{name}.html" for name in chosen]
+    for number, name in enumerate(chosen):
+        before, after = pages[number - 1] if number else None, pages[number + 1] if number + 1 < len(pages) else None
+        write_page(with_a_full_run(name), pages[number], before, after)
     (out / "index.html").write_text(index(pages), encoding="utf-8")
     return pages
 
 
-def write_page(notebook: nbformat.NotebookNode, assignment: str, out: Path) -> Path:
+def write_page(notebook: nbformat.NotebookNode, path: Path, before: Path | None, after: Path | None) -> Path:
+    """The notebook as an HTML page at ``path``, with links to the index and to the pages before and after it."""
     body, _ = HTMLExporter(template_name="lab").from_notebook_node(notebook)
-    path = out / f"{assignment}.html"
+    links = ['<a href="index.html">all notebooks</a>']
+    links += [
+        f'<a href="{page.name}">{label}: {html.escape(title(page))}</a>'
+        for label, page in (("previous", before), ("next", after))
+        if page is not None
+    ]
+    navigation = f'<nav style="{NAVIGATION_STYLE}">{" · ".join(links)}</nav>'
+    opening = re.search(r"<body[^>]*>", body)
+    body = body[: opening.end()] + navigation + body[opening.end() :] if opening else navigation + body
     path.write_text(body, encoding="utf-8")
     return path
 

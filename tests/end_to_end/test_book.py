@@ -1,40 +1,57 @@
 """The course as a website (notebook_build/book.py), on notebook 01: its page shows the full run's figures and the
-checks' results, and no solution, neither in code nor in what a cell printed."""
+checks' results, links the index and its neighbours, and gives away no answer: no solution line and no hidden-test
+line, neither in code nor in what a cell printed."""
 
 import nbformat
 import pytest
 
 from autograder.cells import is_answer, is_test
-from autograder.repository import assignments
+from autograder.repository import SOLUTIONS, assignments
 from autograder.submissions import solution_code
 from class_records import solution_lines_not_handed_out
 from notebook_build import book
 from transformer_course import PASSED_MARK
 
 pytestmark = pytest.mark.grading
-FIRST = assignments()[0]
+FIRST, SECOND = assignments()[:2]
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     notebook = book.with_a_full_run(FIRST)
-    return book.write_page(notebook, FIRST, tmp_path_factory.mktemp("book")), notebook
+    out = tmp_path_factory.mktemp("book")
+    return book.write_page(notebook, out / f"{FIRST}.html", None, out / f"{SECOND}.html"), notebook
 
 
-def test_the_page_shows_the_figures_and_the_checks_results_and_the_index_links_it(site):
+def hidden_test_lines(assignment: str) -> set[str]:
+    """The lines of the hidden tests in the instructor's notebook."""
+    lines, hidden = set(), False
+    for path in (SOLUTIONS / assignment).glob("*.ipynb"):
+        for cell in nbformat.read(path, as_version=4).cells:
+            for line in cell.source.splitlines():
+                hidden = ("BEGIN HIDDEN TESTS" in line or hidden) and "END HIDDEN TESTS" not in line
+                if hidden and line.strip() and "HIDDEN TESTS" not in line:
+                    lines.add(line.strip())
+    return lines
+
+
+def test_the_page_shows_the_figures_and_the_checks_results_and_links_the_others(site):
     page, _ = site
     text = page.read_text(encoding="utf-8")
     assert "data:image/png;base64," in text and PASSED_MARK in text
+    assert 'href="index.html"' in text and f'href="{SECOND}.html"' in text
     assert f'href="{page.name}"' in book.index([page])
 
 
-def test_the_page_shows_no_solution(site):
+def test_the_page_gives_away_no_answer(site):
     _, notebook = site
     shown = "\n".join(
         [cell.source for cell in notebook.cells]
         + [nbformat.writes(nbformat.v4.new_notebook(cells=[cell])) for cell in notebook.cells if "outputs" in cell]
     )
-    assert {line for line in solution_lines_not_handed_out(FIRST, list(solution_code(FIRST))) if line in shown} == set()
+    solutions = solution_lines_not_handed_out(FIRST, list(solution_code(FIRST)))
+    assert hidden_test_lines(FIRST) and solutions  # what the page must not show exists
+    assert {line for line in solutions | hidden_test_lines(FIRST) if line in shown} == set()
     for cell in notebook.cells:
         if is_answer(cell):
             assert cell.outputs == []

@@ -1,10 +1,13 @@
 """The course as a website (notebook_build/book.py), on notebook 01: its page shows the full run's figures and the
-checks' results, links the index and its neighbours, and gives away no answer: no solution line and no hidden-test
-line, neither in code nor in what a cell printed."""
+checks' results, in Chromium too, links the index and its neighbours, and gives away no answer: no solution line and
+no hidden-test line, neither in code nor in what a cell printed."""
 
 import nbformat
 import pytest
+from playwright.sync_api import sync_playwright
+from test_browser import CHROMIUM_FLAGS, require_chromium
 
+import course
 from autograder.cells import is_answer, is_test
 from autograder.repository import SOLUTIONS, assignments
 from autograder.submissions import solution_code
@@ -41,6 +44,22 @@ def test_the_page_shows_the_figures_and_the_checks_results_and_links_the_others(
     assert "data:image/png;base64," in text and PASSED_MARK in text
     assert 'href="index.html"' in text and f'href="{SECOND}.html"' in text
     assert f'href="{page.name}"' in book.index([page])
+
+
+def test_chromium_shows_the_pages_figures_and_its_links(site):
+    require_chromium()
+    page_path, _ = site
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(course.CHROMIUM), args=CHROMIUM_FLAGS)
+        try:
+            page = chromium.new_page()
+            page.goto(page_path.as_uri(), wait_until="domcontentloaded")  # the page's MathJax comes from a CDN
+            page.wait_for_function("[...document.images].every(image => image.complete)")
+            widths = page.eval_on_selector_all("img", "images => images.map(image => image.naturalWidth)")
+            assert widths and all(width > 0 for width in widths)  # every figure decoded and drawn
+            assert page.locator("nav a").all_inner_texts()[0] == "all notebooks"
+        finally:
+            chromium.close()
 
 
 def test_the_page_gives_away_no_answer(site):

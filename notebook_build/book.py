@@ -6,7 +6,8 @@ version, with the outputs of that run, as one HTML page per notebook, with an in
 
 - the code of every cell is the student version's, exercises as stubs;
 - an exercise's own cell shows no output (what the solution printed could give it away);
-- a test cell shows only the checks' ✔ lines, as feedback does: what else it printed comes from hidden tests.
+- a test cell runs as the student version has it, its hidden tests left out, so it shows what the visible checks
+  print.
 
 Each page links the index and the notebooks before and after it. The pages go to ``.course/book/`` (not tracked
 by git) unless another folder is given; publish that folder as it is (docs/maintaining.md).
@@ -25,7 +26,6 @@ from nbconvert import HTMLExporter
 
 from autograder.cells import is_answer, is_test
 from autograder.repository import NOTEBOOKS, REPO, SOLUTIONS, assignments
-from transformer_course import PASSED_MARK
 
 OUT = REPO / ".course" / "book"
 CELL_TIMEOUT = 1800  # seconds: notebook 08 trains in one cell
@@ -61,34 +61,27 @@ def write_page(notebook: nbformat.NotebookNode, path: Path, before: Path | None,
 
 
 def with_a_full_run(assignment: str) -> nbformat.NotebookNode:
-    """The assignment's student version with the outputs of its solution run top to bottom, as a learner runs it."""
+    """The assignment's student version with the outputs of its solution run top to bottom, as a learner runs it.
+    Its test cells run as the student version has them, so no hidden test runs: their outputs are the visible
+    checks' own."""
     (solution_path,) = sorted((SOLUTIONS / assignment).glob("*.ipynb"))
     solution = nbformat.read(solution_path, as_version=4)
+    student = nbformat.read(NOTEBOOKS / assignment / solution_path.name, as_version=4)
+    visible = {cell.id: cell.source for cell in student.cells if is_test(cell)}
+    for cell in solution.cells:
+        cell.source = visible.get(cell.id, cell.source)
     folder = {"metadata": {"path": str(solution_path.parent)}}  # the kernel runs where the notebook lies
     NotebookClient(solution, timeout=CELL_TIMEOUT, kernel_name="python3", resources=folder).execute()
-    student = nbformat.read(NOTEBOOKS / assignment / solution_path.name, as_version=4)
     with_outputs(student, solution)
     return student
 
 
 def with_outputs(student: nbformat.NotebookNode, solution: nbformat.NotebookNode) -> None:
-    """Give each code cell of the student version the outputs that its cell had in the solution's run."""
+    """Give each code cell of the student version, but an exercise's own, the outputs of its cell in the run."""
     ran = {cell.id: cell for cell in solution.cells if cell.cell_type == "code"}
     for cell in student.cells:
-        if cell.cell_type != "code" or cell.id not in ran or is_answer(cell):
-            continue
-        outputs = ran[cell.id].outputs
-        cell.outputs = [passed_lines(output) for output in outputs] if is_test(cell) else outputs
-        cell.outputs = [output for output in cell.outputs if output is not None]
-        cell.execution_count = ran[cell.id].execution_count
-
-
-def passed_lines(output: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
-    """Of a test cell's output, the checks' ✔ lines only."""
-    if output.output_type != "stream":
-        return None
-    lines = [line for line in output.text.splitlines(keepends=True) if line.startswith(PASSED_MARK)]
-    return nbformat.v4.new_output("stream", name=output.name, text="".join(lines)) if lines else None
+        if cell.cell_type == "code" and cell.id in ran and not is_answer(cell):
+            cell.outputs, cell.execution_count = ran[cell.id].outputs, ran[cell.id].execution_count
 
 
 def title(path: Path) -> str:

@@ -77,3 +77,4 @@ def test_the_page_gives_away_no_answer(site):
         elif is_test(cell):
             printed = "".join(output.get("text", "") for output in cell.outputs)
             assert all(line.startswith(PASSED_MARK) for line in printed.splitlines())
+            assert printed.count(PASSED_MARK) <= cell.source.count("check_")  # the visible checks', no hidden one

@@ -26,24 +26,35 @@ def oracle(function: Callable) -> Callable:
     key = f"{function.__module__}.{function.__qualname__}"
     signature = inspect.signature(function)
 
+    def arguments_of(args: tuple, kwargs: dict) -> dict:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return bound.arguments
+
     @functools.wraps(function)
     def answered(*args, **kwargs):
-        arguments = signature.bind(*args, **kwargs)
-        arguments.apply_defaults()
-        if RECORDED.exists():
-            return recorded_result(key, arguments.arguments)
+        if _in_a_release():
+            return recorded_result(key, arguments_of(args, kwargs))
         global _inside
         _inside += 1
         try:
             result = function(*args, **kwargs)
         finally:
             _inside -= 1
+        # Only an outermost call is recorded, and only its arguments are bound: an oracle that calls another (BPE's
+        # merges call their merge step) thousands of times pays nothing for the calls within.
         if _recording is not None and not _inside:
-            _recording.append((key, snapshot(arguments.arguments), snapshot(result)))
+            _recording.append((key, snapshot(arguments_of(args, kwargs)), snapshot(result)))
         return result
 
     ORACLES[key] = answered
     return answered
+
+
+@functools.cache
+def _in_a_release() -> bool:
+    """Whether this package is a student release's: its recorded results are there from the start or never."""
+    return RECORDED.exists()
 
 
 @contextlib.contextmanager

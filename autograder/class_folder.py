@@ -418,8 +418,16 @@ class ClassFolder:
         limits = limits or grading.Limits()
         due = self.due_dates()
         fingerprints = {pair: self.fingerprint(*pair, limits, due.get(pair[1])) for pair in pairs}
-        outcomes = grading.autograde(self.root, pairs, limits, progress)
-        self.note_lateness(outcomes)
+        reported = set()
+
+        def with_lateness(outcome: grading.Outcome) -> None:
+            """Each outcome as it is merged into the gradebook, with its late penalty: progress shows the grade."""
+            self.note_lateness([outcome])
+            reported.add(id(outcome))
+            progress(outcome)
+
+        outcomes = grading.autograde(self.root, pairs, limits, with_lateness)
+        self.note_lateness([outcome for outcome in outcomes if id(outcome) not in reported])  # its worker died twice
         ledger = self.ledger()
         for outcome in outcomes:
             report = self.root / REPORTS / outcome.student / outcome.assignment / "report.txt"
@@ -527,7 +535,8 @@ class ClassFolder:
         return self.gradebook()
 
     def grades(self, gradebook: Gradebook, assignments: list[str] | None) -> list[Grade]:
-        return class_grades(gradebook, assignments or handed_out(gradebook), read_not_graded(self.root))
+        marked_late = frozenset(key for key, late in self.late_marks().items() if late)
+        return class_grades(gradebook, assignments or handed_out(gradebook), read_not_graded(self.root), marked_late)
 
     def stats(self, assignments: list[str] | None = None) -> list[AssignmentStats]:
         """What the class got wrong in each assignment handed out (or named): autograder/class_stats.py."""

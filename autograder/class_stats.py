@@ -52,14 +52,7 @@ class AssignmentStats:
 
     @property
     def late(self) -> list[str]:
-        return [
-            grade.student
-            for grade in self.grades
-            if grade.submitted
-            and grade.due
-            and grade.submitted > grade.due
-            and grade.status is not Status.NOT_SUBMITTED
-        ]
+        return [grade.student for grade in self.grades if grade.late]
 
 
 def assignment_stats(root: Path, gradebook: Gradebook, grades: list[Grade]) -> AssignmentStats:

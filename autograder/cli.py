@@ -374,9 +374,10 @@ def graded_with_progress(class_folder: ClassFolder, pairs: list[tuple], chosen: 
 
     def progress(outcome: Outcome) -> None:
         finished.append(outcome)
+        late = f", {outcome.points:g} less the late penalty" if outcome.late_penalty and outcome.graded else ""
         print(
             f"  [{len(finished)}/{len(pairs)}] {outcome.student} · {outcome.assignment}: "
-            f"{outcome.points:g} / {outcome.max_points:g}  ({time.monotonic() - start:.0f} s)",
+            f"{outcome.grade:g} / {outcome.max_points:g}{late}  ({time.monotonic() - start:.0f} s)",
             flush=True,
         )
 

@@ -31,6 +31,14 @@ class Grade:
     penalty: float | None = None
     due: datetime | None = None  # UTC, with its zone
     submitted: datetime | None = None
+    marked_late: bool = False  # the LMS's download marked it late (Canvas: a download has no submission times)
+
+    @property
+    def late(self) -> bool:
+        """Handed in after its due date, or marked late by the LMS."""
+        if self.status is Status.NOT_SUBMITTED:
+            return False
+        return self.marked_late or bool(self.submitted and self.due and self.submitted > self.due)
 
     @property
     def score(self) -> float | None:
@@ -48,15 +56,22 @@ def handed_out(gradebook: Gradebook) -> list[str]:
     )
 
 
-def class_grades(gradebook: Gradebook, assignments: list[str], not_graded: set[str]) -> list[Grade]:
-    """Every student's grade in each assignment, student by student in the gradebook's order of names."""
+def class_grades(
+    gradebook: Gradebook, assignments: list[str], not_graded: set[str], marked_late: frozenset[str] = frozenset()
+) -> list[Grade]:
+    """Every student's grade in each assignment, student by student in the gradebook's order of names.
+    ``not_graded`` and ``marked_late`` hold "<student>/<assignment>" keys."""
     students = sorted(
         gradebook.students, key=lambda student: (student.last_name or "", student.first_name or "", student.id)
     )
-    return [grade(gradebook, student.id, assignment, not_graded) for student in students for assignment in assignments]
+    return [
+        grade(gradebook, student.id, assignment, not_graded, f"{student.id}/{assignment}" in marked_late)
+        for student in students
+        for assignment in assignments
+    ]
 
 
-def grade(gradebook: Gradebook, student: str, name: str, not_graded: set[str]) -> Grade:
+def grade(gradebook: Gradebook, student: str, name: str, not_graded: set[str], marked_late: bool = False) -> Grade:
     assignment = gradebook.find_assignment(name)
     due = utc(assignment.duedate)
     try:
@@ -65,7 +80,15 @@ def grade(gradebook: Gradebook, student: str, name: str, not_graded: set[str]) -
         return Grade(student, name, Status.NOT_SUBMITTED, assignment.max_score, due=due)
     submitted = utc(submission.timestamp)
     if f"{student}/{name}" in not_graded:
-        return Grade(student, name, Status.NOT_GRADED, assignment.max_score, due=due, submitted=submitted)
+        return Grade(
+            student,
+            name,
+            Status.NOT_GRADED,
+            assignment.max_score,
+            due=due,
+            submitted=submitted,
+            marked_late=marked_late,
+        )
     return Grade(
         student,
         name,
@@ -75,6 +98,7 @@ def grade(gradebook: Gradebook, student: str, name: str, not_graded: set[str]) -
         penalty=submission.late_submission_penalty or 0.0,
         due=due,
         submitted=submitted,
+        marked_late=marked_late,
     )
 
 

@@ -163,6 +163,11 @@ class Outcome:
         return sum(notebook.points for notebook in self.notebooks)
 
     @property
+    def grade(self) -> float:
+        """The points after the late penalty, never below 0: the grade exported."""
+        return max(0.0, self.points - self.late_penalty)
+
+    @property
     def max_points(self) -> float:
         return sum(notebook.max_points for notebook in self.notebooks)
 

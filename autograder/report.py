@@ -95,7 +95,7 @@ def class_summary(outcomes: list[Outcome]) -> str:
     width = max([len("student")] + [len(outcome.student) for outcome in outcomes])
     lines = [f"{'student':<{width}}  {'assignment':<32} points"]
     for outcome in outcomes:
-        earned = max(0.0, outcome.points - outcome.late_penalty)
+        earned = outcome.grade
         remark = "" if outcome.graded else "  (COULD NOT BE GRADED: see its report)"
         if outcome.late_penalty and outcome.graded:
             remark = f"  ({points(outcome.points)} less the late penalty of {points(outcome.late_penalty)})"

@@ -13,6 +13,7 @@ from nbgrader.api import Gradebook
 
 from autograder import cli
 from autograder.class_folder import LATE_MARKS, STRAY, ClassFolder
+from autograder.grades import Status
 from autograder.grading import Limits
 from autograder.late_penalty import DAY, late_penalty
 from autograder.lms import CANVAS_STUDENT_COLUMNS, POINTS_POSSIBLE, RosterStudent, read_roster, roster_rows
@@ -151,11 +152,14 @@ def test_a_late_submission_loses_the_penalty_in_gradebook_report_and_canvas_file
     solved = Assignment.of(FIRST, class_folder.released(FIRST)).notebook_with()
     # nbgrader's timestamp.txt: 1 d 1 h 1 min after the due date (22:59 UTC), so two started days late.
     class_folder.submit("1234", FIRST, {NOTEBOOK: solved}, {"timestamp.txt": "2027-03-03 00:00:00+00:00"})
-    (outcome,) = class_folder.autograde(limits=Limits(cell_timeout=60, workers=1))
+    (outcome,) = cli.graded_with_progress(class_folder, [("1234", FIRST)], Limits(cell_timeout=60, workers=1))
     score = sum(notebook.points for notebook in outcome.notebooks)
     assert score > 0 and outcome.graded, outcome.messages
     penalty = late_penalty(score, DAY + 3660, 0.1)
     assert penalty == pytest.approx(0.2 * score)  # the course's rule: 10 % per started day
+    # The line printed as it finishes gives the grade exported, as the summary after it does.
+    progress = f"1234 · {FIRST}: {score - penalty:g} / {outcome.max_points:g}, {score:g} less the late penalty"
+    assert progress in capsys.readouterr().out
 
     with Gradebook(f"sqlite:///{class_folder.root / 'gradebook.db'}") as gradebook:
         assert gradebook.find_submission(FIRST, "1234").late_submission_penalty == pytest.approx(penalty)
@@ -186,3 +190,10 @@ def test_a_late_submission_loses_the_penalty_in_gradebook_report_and_canvas_file
         ["Smith, Alice", "1234", "S-1", "asmith@uni.example", "Section A", f"{score - penalty:g}"],
         ["Smith, Alice", "9876", "S-2", "alice.smith", "Section B", ""],
     ]
+
+    # What the class got wrong names who was late and who has not handed in, and reads Canvas' late marks.
+    (stats,) = class_folder.stats()
+    assert (stats.late, stats.who(Status.NOT_SUBMITTED)) == (["1234"], ["5555", "9876"])
+    (class_folder.root / LATE_MARKS).write_text(json.dumps({f"1234/{FIRST}": True}), encoding="utf-8")
+    with class_folder.gradebook() as gradebook:
+        assert [grade.marked_late for grade in class_folder.grades(gradebook, [FIRST])] == [False, True, False]

@@ -153,11 +153,17 @@ class ClassFolder:
         the time it was submitted; returns the students who have one."""
         self.require_known([assignment])
         self.require_exchange()
-        nbgrader("collect", assignment, "--update", cwd=self.root)
         config = self.nbgrader_config()
         inbound = Path(config.Exchange.root) / config.CourseDirectory.course_id / "inbound"
+        if not inbound.is_dir():  # nbgrader would stop with "Course not found"
+            raise FileNotFoundError(
+                f"The exchange has no inbound folder for course {config.CourseDirectory.course_id!r} ({inbound}): "
+                "nothing has been handed out through it. Hand out an assignment first (`class hand-out`), or check "
+                f"c.Exchange.root in {self.root / 'nbgrader_config.py'}."
+            )
+        nbgrader("collect", assignment, "--update", cwd=self.root)
         # nbgrader names each submission in the exchange <student>+<assignment>+<time>+<random>
-        handed_in = [path.name.split("+") for path in inbound.iterdir()] if inbound.is_dir() else []
+        handed_in = [path.name.split("+") for path in inbound.iterdir()]
         return sorted({parts[0] for parts in handed_in if len(parts) > 1 and parts[1] == assignment})
 
     def release_feedback(self, assignment: str) -> list[str]:

@@ -125,6 +125,8 @@ def test_class_autograde_grades_only_new_or_changed_submissions(tmp_path, capsys
         ["due", "01_typo", "2027-03-01T23:59Z"],
         ["export", "01_typo"],
         ["export", "--canvas", "canvas.csv", "01_typo"],
+        ["stats", "01_typo"],
+        ["collect", "01_typo"],  # from the exchange
     ],
     ids=lambda command: command[0] + ("-canvas" if "--canvas" in command else ""),
 )
@@ -151,6 +153,17 @@ def test_a_collect_that_collects_nothing_fails_and_says_why(tmp_path, capsys):
     assert f"{FIRST}: nothing collected from this download" in printed
     assert cli.main([*command[:3], str(tmp_path / "no such.zip"), *command[3:]]) == 2
     assert "No such download" in capsys.readouterr().err
+
+
+def test_a_collect_from_an_exchange_nobody_submitted_to_fails_and_says_why(tmp_path, capsys):
+    class_folder = ClassFolder.create(tmp_path / "class", tmp_path / "exchange", "transformers")
+    shutil.copytree(NOTEBOOKS / FIRST, class_folder.root / "release" / FIRST)
+    command = ["class", "collect", FIRST, "--class-folder", str(class_folder.root)]
+    assert cli.main(command) == 2  # before anything was handed out through it
+    assert "nothing has been handed out through it" in capsys.readouterr().err
+    (tmp_path / "exchange" / "transformers" / "inbound").mkdir(parents=True)  # as handing out makes it
+    assert cli.main(command) == 1
+    assert f"{FIRST}: nothing collected: no student has submitted it through the exchange yet" in capsys.readouterr().out
 
 
 def test_a_second_grading_of_one_class_is_refused_while_the_first_runs(tmp_path, capsys):

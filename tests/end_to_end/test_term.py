@@ -190,7 +190,9 @@ def test_the_instructor_sees_what_the_class_got_wrong_in_a_table_and_a_page(term
     assert f"{FIRST}: {len(HANDED_IN)} graded, 0 not submitted" in printed
     (stats,) = class_folder.stats()
     unanswered = [exercise for exercise in stats.exercises if exercise.full_marks < len(HANDED_IN)]
-    assert unanswered and all(exercise.messages for exercise in unanswered)  # each failure's message, counted
+    assert unanswered
+    for exercise in unanswered:  # each student who lost points is counted under the message the check gave them
+        assert sum(exercise.messages.values()) == exercise.graded - exercise.full_marks, exercise.messages
 
     require_chromium()
     with sync_playwright() as playwright:
@@ -201,6 +203,10 @@ def test_the_instructor_sees_what_the_class_got_wrong_in_a_table_and_a_page(term
             assert page.locator("h2").inner_text() == FIRST
             assert page.locator("tr").count() == 1 + len(tests)  # a row per exercise, under the header
             assert page.locator("img").evaluate("image => image.complete && image.naturalWidth > 0")  # the histogram
+            for exercise in unanswered:  # its row lists the messages with how many students saw each
+                row = page.locator("tr", has_text=exercise.name).first.inner_text()
+                message, count = exercise.messages.most_common(1)[0]
+                assert f"({count}) {message}" in row, row
             page.screenshot(path=base / "stats.png", full_page=True)
         finally:
             chromium.close()

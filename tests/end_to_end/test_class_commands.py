@@ -163,7 +163,8 @@ def test_a_collect_from_an_exchange_nobody_submitted_to_fails_and_says_why(tmp_p
     assert "nothing has been handed out through it" in capsys.readouterr().err
     (tmp_path / "exchange" / "transformers" / "inbound").mkdir(parents=True)  # as handing out makes it
     assert cli.main(command) == 1
-    assert f"{FIRST}: nothing collected: no student has submitted it through the exchange yet" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert f"{FIRST}: nothing collected: no student has submitted it through the exchange yet" in printed
 
 
 def test_a_second_grading_of_one_class_is_refused_while_the_first_runs(tmp_path, capsys):

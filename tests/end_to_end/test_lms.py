@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 import zipfile
+from datetime import datetime
 
 import nbformat
 import pytest
@@ -197,3 +198,24 @@ def test_a_late_submission_loses_the_penalty_in_gradebook_report_and_canvas_file
     (class_folder.root / LATE_MARKS).write_text(json.dumps({f"1234/{FIRST}": True}), encoding="utf-8")
     with class_folder.gradebook() as gradebook:
         assert [grade.marked_late for grade in class_folder.grades(gradebook, [FIRST])] == [False, True, False]
+
+
+def test_canvas_gets_a_column_per_assignment_handed_out_in_course_order_whatever_the_due_dates(tmp_path):
+    class_folder = ClassFolder.create(tmp_path / "class")
+    (tmp_path / "canvas.csv").write_text(CANVAS_GRADEBOOK, encoding="utf-8")
+    class_folder.import_roster([tmp_path / "canvas.csv"])
+    third = assignments()[2]
+    with class_folder.gradebook() as gradebook:  # handed out, the later one due first
+        gradebook.update_or_create_assignment(third, duedate=datetime(2027, 2, 1))
+        gradebook.update_or_create_assignment(FIRST, duedate=datetime(2027, 3, 1))
+        gradebook.update_or_create_assignment(SECOND)  # not handed out: no due date, no submission
+
+    def header() -> list[str]:
+        class_folder.export_canvas(tmp_path / "to-canvas.csv")
+        with open(tmp_path / "to-canvas.csv", newline="", encoding="utf-8") as file:
+            return next(csv.reader(file))
+
+    assert header() == CANVAS_STUDENT_COLUMNS + ["Notebook 1 (7001)", third]
+    with class_folder.gradebook() as gradebook:  # as `class due` does, without nbgrader's start-up time
+        gradebook.update_or_create_assignment(FIRST, duedate=datetime(2027, 4, 1))
+    assert header() == CANVAS_STUDENT_COLUMNS + ["Notebook 1 (7001)", third]  # a new due date moves no column

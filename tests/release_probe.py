@@ -1,22 +1,25 @@
 """What a student's Python makes of the releases: their notebooks' set-up cells, and every callable they hold tried
 as the answer to every hidden test of a notebook not yet due when it is released.
 
-    python tests/release_probe.py set-up RELEASE
+    python tests/release_probe.py set-up RELEASE ...
     python tests/release_probe.py callables RELEASES
 
-Run by tests/end_to_end/test_release.py in a process of its own, with PYTHONPATH=RELEASE/src (for ``callables``, the
-src of the last release in the folder RELEASES, which holds release-01 … release-NN) and no install, so that the
-released package is ``transformer_course`` exactly as a student's notebook imports it.
+Run by tests/end_to_end/test_release.py in a process of its own, with no install: for ``callables``, with
+PYTHONPATH=RELEASES/release-NN/src, the last release in the folder RELEASES (which holds release-01 … release-NN), so
+that the released package is ``transformer_course`` exactly as a student's notebook imports it.
 
-``set-up`` runs the first code cell (the set-up: the imports) of every notebook of the release and prints a line for
-each that failed. ``callables`` tries every function and class of the last release, as it is and wrapped as a
-student who read it would (keyword-only arguments filled in, the first of a pair), against the hidden tests of the
-notebooks from the first release that holds its module on: the releases nest, each holding what the one before
-it holds, so the last one has every callable, with the most recorded oracle results. The judges are the hidden tests'
-calls of the instructor's checks (the solution notebooks' ``nb01.check_softmax(softmax, seed=2718)``, with another
-seed than the visible check's, whose oracles' results a release holds), loaded from this repository under another
-name, with the correct stand-ins of earlier exercises in place. It prints a line for each callable that passed a
-test (none, when all is well), then what it tried.
+``set-up`` runs the first code cell (the set-up: the imports) of every notebook of each release, with that release's
+src first on the path and none of the package imported before (PyTorch is imported once, for all), and prints a line
+for each that failed, then one for each release.
+
+``callables`` tries every function and class of the last release, as it is and wrapped as a student who read it
+would (keyword-only arguments filled in, the first of a pair), against the hidden tests of the notebooks from the
+first release that holds its module on: the releases nest, each holding what the one before it holds, so the last
+one has every callable, with the most recorded oracle results. The judges are the hidden tests' calls of the
+instructor's checks (the solution notebooks' ``nb01.check_softmax(softmax, seed=2718)``, with another seed than the
+visible check's, whose oracles' results a release holds), loaded from this repository under another name, with the
+correct stand-ins of earlier exercises in place. It prints a line for each callable that passed a test (none, when
+all is well), then what it tried.
 """
 
 import ast
@@ -285,6 +288,26 @@ def set_up_cells_fail(release: Path) -> list[str]:
     return failures
 
 
+@contextlib.contextmanager
+def only_this_package(src: Path) -> Iterator[None]:
+    """``transformer_course`` imported from ``src`` as in a process of its own: first on the path, in the release's
+    folder, and no module of the package (from this repository or another release) imported before or kept after."""
+
+    def forget() -> None:
+        for name in [name for name in sys.modules if name.partition(".")[0] == "transformer_course"]:
+            del sys.modules[name]
+
+    forget()
+    sys.path.insert(0, str(src))
+    importlib.invalidate_caches()
+    try:
+        with contextlib.chdir(src.parent):
+            yield
+    finally:
+        sys.path.remove(str(src))
+        forget()
+
+
 def first_releases(releases: Path) -> dict[str, int]:
     """The number of the first release that holds each module of the package, by the module's dotted name."""
     first = {}
@@ -316,8 +339,10 @@ def try_callables(releases: Path) -> None:
 if __name__ == "__main__":
     mode, folder = sys.argv[1], Path(sys.argv[2])
     if mode == "set-up":
-        for failure in set_up_cells_fail(folder):
-            print(f"SET-UP FAILS {failure}", flush=True)
-        print("set-up cells run")
+        for release in map(Path, sys.argv[2:]):
+            with only_this_package(release / "src"):
+                for failure in set_up_cells_fail(release):
+                    print(f"SET-UP FAILS {release.name}: {failure}", flush=True)
+            print(f"{release.name}: set-up cells tried", flush=True)
     else:
         try_callables(folder)

@@ -24,6 +24,7 @@ from . import (
     call_learner,
     expect_close,
     expect_tensor,
+    global_seed,
     learner_facing,
     passed,
     seeded_randn,
@@ -734,8 +735,7 @@ _RANKINGS = {  # how a search ranks a hypothesis from its words' log-probabiliti
 
 
 def _greedy_check_model(seed: int) -> Transformer:
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
+    with global_seed(seed):
         return Transformer(12, 12, d_model=16, num_heads=2, d_ff=32, num_layers=2).eval()
 
 

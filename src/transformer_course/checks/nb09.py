@@ -33,10 +33,12 @@ def pair_counts(ids: list[int], *, overlapping: bool) -> dict[tuple[int, int], i
     overlapping=False reproduces a mistake: an occurrence that overlaps the one counted just before it (the second
     (a, a) in aaa) is skipped.
     """
+    if overlapping:  # every position counts: one pass in C, keys in the order they first arrive
+        return dict(collections.Counter(itertools.pairwise(ids)))
     counts, last_counted = collections.Counter(), {}  # a Counter keeps its keys in the order they arrive
     for position in range(len(ids) - 1):
         pair = (ids[position], ids[position + 1])
-        if overlapping or last_counted.get(pair, -2) < position - 1:
+        if last_counted.get(pair, -2) < position - 1:
             counts[pair] += 1
             last_counted[pair] = position
     return dict(counts)
@@ -74,7 +76,17 @@ def _merged(
         return [int(number) for number in written.split()]
     if scanned_from == "right":
         return _merged(ids[::-1], pair[::-1], new_id=new_id)[::-1]
-    out, position = [], 0
+    out, position, last = [], 0, len(ids) - 1
+    if matching == "pair" and step_after == 2:  # the right merge, which BPE's oracles run thousands of times
+        first, second = pair
+        while position <= last:
+            if ids[position] == first and position < last and ids[position + 1] == second:
+                out.append(new_id)
+                position += 2
+            else:
+                out.append(ids[position])
+                position += 1
+        return out
     while position < len(ids):
         found = ids[position : position + 2]
         if tuple(found) == pair or (matching == "first id" and len(found) == 2 and found[0] == pair[0]):
@@ -87,12 +99,9 @@ def _merged(
 
 
 def _most_frequent(counts: dict[tuple[int, int], int]) -> tuple[int, int]:
-    """The most frequent pair; among equally frequent ones, the first inserted (counts are in sequence order)."""
-    best = None
-    for pair, count in counts.items():
-        if best is None or count > counts[best]:
-            best = pair
-    return best
+    """The most frequent pair; among equally frequent ones, the first inserted (counts are in sequence order):
+    ``max`` keeps the first of equal maxima."""
+    return max(counts, key=counts.__getitem__)
 
 
 @oracle

@@ -31,6 +31,7 @@ from . import (
     expect_close,
     expect_differentiable,
     expect_tensor,
+    global_seed,
     learner_facing,
     learners_namespace,
     lender,
@@ -210,8 +211,7 @@ D_MODEL, HEADS = 24, 4  # d_head = 6: dividing by d_head, √d_head and √d_mod
 def check_cached_block_forward(cached_block_forward, seed: int = 0) -> None:
     """Feed a sequence to a GPT block a few positions at a time through a cache, and compare each call with the
     block run on the whole sequence at once (PyTorch's encoder layer, causal)."""
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
+    with global_seed(seed):
         block = perturbed(GPTBlock(D_MODEL, HEADS), seed)
     batch, total = 2, 10 + seed
     x = seeded_randn(batch, total, D_MODEL, seed=seed)  # (batch, total, d_model)
@@ -416,8 +416,7 @@ VOCAB, BLOCK_SIZE, LAYERS = 37, 24, 2
 def checked_model(seed: int) -> nn.Module:
     """A small notebook 10 model, moved off its initial values: position embeddings as large as the token
     embeddings, so that a wrong position shows."""
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
+    with global_seed(seed):
         model = GPT(VOCAB, BLOCK_SIZE, D_MODEL, HEADS, LAYERS)
     with torch.no_grad():
         model.token_embedding.weight.normal_(generator=torch.Generator().manual_seed(seed))

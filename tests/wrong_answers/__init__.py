@@ -10,6 +10,7 @@ neighbours: it is graded as that cell, with only the notebook's own imports arou
 """
 
 import ast
+import functools
 import importlib
 import inspect
 import itertools
@@ -18,6 +19,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import nbformat
 
@@ -52,7 +54,7 @@ class WrongAnswer:
     @property
     def source(self) -> str:
         """The function's code as a learner would have typed it into the solution cell."""
-        source = inspect.getsource(self.function)
+        source = definitions(inspect.getsourcefile(self.function))[self.mistake]
         (definition,) = ast.parse(source).body
         registering = [  # the @wrong_answer(...) lines; other decorators belong to the answer (@torch.no_grad())
             range(decorator.lineno - 1, decorator.end_lineno)
@@ -62,6 +64,23 @@ class WrongAnswer:
         dropped = {number for lines in registering for number in lines}
         body = "\n".join(line for number, line in enumerate(source.splitlines()) if number not in dropped)
         return re.sub(rf"\b(def|class) {self.mistake}\b", rf"\1 {self.exercise}", body, count=1) + "\n"
+
+
+@functools.cache
+def definitions(path: str) -> dict[str, str]:
+    """The source of each function and class defined at the top of the module at ``path``, decorators included, by
+    name, as ``inspect.getsource`` gives it (its block, comments at its end included), but with the module parsed
+    once, where ``inspect.getsource`` parses it again for every class it is asked for."""
+    text = Path(path).read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    found = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            if node.name in found:
+                raise ValueError(f"{path} defines {node.name} twice: each wrong answer needs a name of its own")
+            start = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+            found[node.name] = "".join(inspect.getblock(lines[start - 1 :]))
+    return found
 
 
 def wrong_answer(exercise: str, message: str) -> Callable[[Callable], Callable]:

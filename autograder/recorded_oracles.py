@@ -22,7 +22,7 @@ from autograder.cells import grade_id, is_test
 from autograder.repository import NOTEBOOKS, REPO
 from autograder.submissions import solved_namespace
 from transformer_course.checks import CheckFailed
-from transformer_course.checks.recordings import ORACLES, recording, same_values
+from transformer_course.checks.recordings import ORACLES, kind_of, recording, same_values
 
 WRONG_ANSWERS = REPO / "tests" / "wrong_answers"
 BODY_IN_A_RELEASE = 'raise NotImplementedError("a student release holds this oracle\'s recorded results, not its code")'
@@ -31,11 +31,13 @@ BODY_IN_A_RELEASE = 'raise NotImplementedError("a student release holds this ora
 def write(target: Path, assignments: list[str]) -> None:
     """Write ``recorded.pt``, for the visible checks of ``assignments``, into the released checks folder ``target``."""
     recorded: dict[str, list] = {}
+    by_kind: dict[tuple, list] = {}  # the same calls by oracle and kind of arguments: only those can be the same
     for assignment in assignments:
         for key, arguments, result in calls_of(assignment):
-            known = recorded.setdefault(key, [])
-            if not any(same_values(arguments, earlier) for earlier, _ in known):
-                known.append((arguments, result))
+            known = by_kind.setdefault((key, kind_of(arguments)), [])
+            if not any(same_values(arguments, earlier) for earlier in known):
+                known.append(arguments)
+                recorded.setdefault(key, []).append((arguments, result))
     torch.save(recorded, target / "recorded.pt")
 
 

@@ -70,7 +70,7 @@ def recording() -> Iterator[list[tuple[str, dict, object]]]:
 
 def recorded_result(key: str, arguments: dict):
     """What the oracle ``key`` returned when the release was built, for arguments equal to these."""
-    for known, result in _recorded().get(key, ()):
+    for known, result in _recorded_by_kind().get((key, kind_of(arguments)), ()):
         if same_values(known, arguments):
             return result
     from transformer_course.checks import NotRecorded  # the package imports this module before it defines it
@@ -83,8 +83,30 @@ def recorded_result(key: str, arguments: dict):
 
 
 @functools.cache
-def _recorded() -> dict[str, list[tuple[dict, object]]]:
-    return torch.load(RECORDED, weights_only=True)
+def _recorded_by_kind() -> dict[tuple[str, tuple], list[tuple[dict, object]]]:
+    """The recorded calls by oracle and kind of arguments: a call is looked for among those of its own kind only."""
+    by_kind: dict[tuple[str, tuple], list[tuple[dict, object]]] = {}
+    for key, calls in torch.load(RECORDED, weights_only=True).items():
+        for arguments, result in calls:
+            by_kind.setdefault((key, kind_of(arguments)), []).append((arguments, result))
+    return by_kind
+
+
+def kind_of(value) -> tuple:
+    """What two values that ``same_values`` finds equal have in common, as a key: a tensor's dtype and shape, a
+    container's length and its items' kinds, any other value itself (its type alone where it cannot be a key).
+    Values of different kinds are never the same values; values of one kind may still differ."""
+    if isinstance(value, torch.Tensor):
+        return ("tensor", value.dtype, tuple(value.shape))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((str(key), kind_of(item)) for key, item in value.items())))
+    if isinstance(value, list | tuple):
+        return ("sequence", tuple(kind_of(item) for item in value))
+    try:
+        hash(value)
+    except TypeError:
+        return (type(value),)
+    return (type(value), value)
 
 
 def snapshot(value):

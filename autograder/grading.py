@@ -46,6 +46,7 @@ from sqlalchemy.exc import SAWarning
 from autograder import warm_start
 from autograder.cells import grade_id, is_test, points
 from autograder.job_watch import WALL_FACTOR, Stopped, communicate_within
+from autograder.limits import CELL_TIMEOUT
 from autograder.verification.findings import (
     ExtraFile,
     Finding,
@@ -74,7 +75,6 @@ PROGRESS = "running.json"  # in a job's scratch folder: the cell being run (Judg
 # Files nbgrader's exchange puts beside a submission: when it was submitted, and the secret that feedback is released
 # under (nbgrader release_feedback reads it from feedback/, which generate_feedback copies from autograded/).
 NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")
-CELL_TIMEOUT = 120.0  # seconds a cell may run; nbgrader_config.py gives nbgrader run by hand this limit too
 MEMORY_LIMIT = Sandbox.memory  # bytes of data per process, the grading workers included
 SCRATCH_CONFIG = """\
 # A scratch copy of the class, for one student and one assignment; the class's settings, these folders.

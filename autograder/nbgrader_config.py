@@ -24,7 +24,7 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 
 # A cell that runs longer than the course's limit fails instead of stalling a whole grading run (nbgrader takes whole
 # seconds). The course's grading commands pass their --cell-timeout to nbgrader, whose judge keeps it too.
-from autograder.grading import CELL_TIMEOUT  # noqa: E402 (the repository is on the import path only from here)
+from autograder.limits import CELL_TIMEOUT  # noqa: E402 (the repository is on the import path only from here)
 
 c.ExecutePreprocessor.timeout = math.ceil(CELL_TIMEOUT)
 

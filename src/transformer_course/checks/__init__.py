@@ -40,12 +40,27 @@ def pytorch_attention(
             "Every key needs its value: take k and v from the same sequence."
         )
     n_k = k.shape[-2]
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    batch = broadcast_shape(q.shape[:-2], k.shape[:-2])
     identity = torch.eye(n_k, dtype=q.dtype).expand(*batch, n_k, n_k)  # (..., n_k, n_k)
     # With the identity as values, each output row is that query's row of weights.
     weights = F.scaled_dot_product_attention(q, k, identity, attn_mask=mask, scale=scale)  # (..., n_q, n_k)
     outputs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)  # (..., n_q, d_v)
     return outputs, weights
+
+
+def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """The shape that ``shapes`` broadcast to, as ``torch.broadcast_shapes`` gives it, with the same RuntimeError
+    for shapes that do not broadcast. PyTorch's own imports sympy at its first call, half a second in every process
+    that checks, and the grader starts hundreds."""
+    length = max((len(shape) for shape in shapes), default=0)
+    result = [1] * length
+    for shape in shapes:
+        for axis, size in enumerate((1,) * (length - len(shape)) + tuple(shape)):
+            if size != 1 and result[axis] not in (1, size):
+                raise RuntimeError(f"Shape mismatch: the shapes {[tuple(shape) for shape in shapes]} do not broadcast")
+            if size != 1:
+                result[axis] = size
+    return tuple(result)
 
 
 class CheckFailed(AssertionError):

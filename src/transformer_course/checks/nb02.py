@@ -17,6 +17,7 @@ from torch import nn
 from . import (
     CheckFailed,
     NotImplementedYet,
+    broadcast_shape,
     built_with_seed,
     call_learner,
     earlier_exercises_replaced,
@@ -514,7 +515,7 @@ def _scores_divided_by(divisor: float, d_k: int, sizes: set[int] | None = None) 
 def _diagnose_mask_of_full_shape_only(sdpa: Callable, q, k, v, mask, failure: CheckFailed) -> None:
     """After a crash with a mask that broadcasts, name code that is right with a mask of the scores' full shape:
     boolean indexing, scores[~mask] = ..., which does not broadcast."""
-    full_shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+    full_shape = (*broadcast_shape(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
     full = mask.expand(full_shape).clone()
     call = (
         f"scaled_dot_product_attention(q, k, v, mask) with the same q, k, v and the mask expanded to {shape_of(full)}"
@@ -602,7 +603,7 @@ def _diagnose_crash_with_the_mask_only(sdpa: Callable, q, k, v, mask, failure: C
         return
     expected_outputs, expected_weights = pytorch_attention(q, k, v, mask=None, scale=None)
     if matches(weights, expected_weights) and matches(outputs, expected_outputs):
-        scores_shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
+        scores_shape = (*broadcast_shape(q.shape[:-2], k.shape[:-2]), q.shape[-2], k.shape[-2])
         raise CheckFailed(
             f"{failure}\nThe cause is what your code does with the mask: without it, the same call is right. This "
             f"mask, boolean of shape {shape_of(mask)}, already broadcasts to the scores' shape "

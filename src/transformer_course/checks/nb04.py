@@ -18,6 +18,7 @@ from . import (
     CheckFailed,
     NotImplementedYet,
     NotRecorded,
+    broadcast_shape,
     call_learner,
     earlier_exercises_replaced,
     expect_close,
@@ -560,7 +561,7 @@ def _call_attention(masked_attention: Callable, q, k, v, mask, call: str):
         said = str(failure).rstrip(".")
         name_python_number_given_to_torch(failure)
         mask_axes = () if mask is None else mask.shape[:-2]
-        full_shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], mask_axes), q.shape[-2], k.shape[-2])
+        full_shape = (*broadcast_shape(q.shape[:-2], k.shape[:-2], mask_axes), q.shape[-2], k.shape[-2])
         full_mask = () if mask is None else (mask.expand(full_shape),)
         if mask is not None and tuple(mask.shape) != full_shape and _runs(masked_attention, q, k, v, *full_mask):
             indexing = isinstance(failure.__cause__, IndexError)

@@ -19,6 +19,7 @@ from ..reference.pytorch_layers import encoder_layer_parameters
 from . import (
     CheckFailed,
     NotImplementedYet,
+    broadcast_shape,
     built_with_seed,
     call_learner,
     earlier_exercises_replaced,
@@ -179,7 +180,7 @@ def which_mask(given, masks: dict[str, torch.Tensor]) -> str | None:
     for name, mask in masks.items():
         for candidate, label in ((mask, name), (~mask, f"~{name}")):
             try:
-                shape = torch.broadcast_shapes(given.shape, candidate.shape)
+                shape = broadcast_shape(given.shape, candidate.shape)
             except RuntimeError:
                 continue
             if torch.equal(given.expand(shape), candidate.expand(shape)):

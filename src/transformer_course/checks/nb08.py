@@ -21,6 +21,7 @@ from ..reference.nb07_decoder_and_full_model import Transformer
 from . import (
     CheckFailed,
     NotImplementedYet,
+    broadcast_shape,
     call_learner,
     expect_close,
     expect_tensor,
@@ -580,7 +581,7 @@ class _Spy(nn.Module):
             return
         real = real[:, None, :]  # (batch, 1, n_src)
         try:
-            shape = torch.broadcast_shapes(mask.shape, real.shape)
+            shape = broadcast_shape(mask.shape, real.shape)
         except RuntimeError:
             shape = None
         if shape is None or not torch.equal(mask.bool().expand(shape), real.expand(shape)):

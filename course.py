@@ -196,9 +196,10 @@ QUICK_TESTS = ("tests/checks", "tests/helpers", "tests/autograder")
 
 def check(extra_args: list[str]) -> int:
     """Lint and formatting (ruff), then every test: the helper package, the notebook build, grading, every solution
-    notebook run top to bottom in a fresh kernel (nbval, lax: a cell fails only when it raises), and the course in a
-    browser. With --quick, for development: ruff, and the tests of QUICK_TESTS only (the checks and the kept wrong
-    answers in this process, the helper package, the autograder's parts); no nbgrader, notebook or browser."""
+    notebook run top to bottom in a fresh kernel (nbval, lax: a cell fails only when it raises) with its page of the
+    website built from that run (tests/notebook_runs.py), and the course in a browser. With --quick, for
+    development: ruff, and the tests of QUICK_TESTS only (the checks and the kept wrong answers in this process, the
+    helper package, the autograder's parts); no nbgrader, notebook or browser."""
     quick = "--quick" in extra_args
     extra_args = [arg for arg in extra_args if arg != "--quick"]
     if not quick:

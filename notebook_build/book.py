@@ -6,10 +6,11 @@ version, with the outputs of that run, as one HTML page per notebook, with an in
 
 - the code of every cell is the student version's, exercises as stubs;
 - an exercise's own cell shows no output (what the solution printed could give it away);
-- a test cell runs as the student version has it, its hidden tests left out, so it shows what the visible checks
-  print.
+- a test cell runs as the student version has it, its hidden tests in a cell of their own after it that the page
+  leaves out, so it shows what the visible checks print.
 
-Each page links the index and the notebooks before and after it. The pages go to ``.course/book/`` (not tracked
+Each page links the index and the notebooks before and after it. The check builds every page from its own run of
+the solutions (tests/notebook_runs.py), and tests them in Chromium. The pages go to ``.course/book/`` (not tracked
 by git) unless another folder is given; publish that folder as it is (docs/maintaining.md).
 
 Why nbconvert. It renders a notebook as JupyterLab shows it, builds offline, and is already installed with nbgrader
@@ -30,6 +31,11 @@ from autograder.repository import NOTEBOOKS, REPO, SOLUTIONS, assignments
 OUT = REPO / ".course" / "book"
 CELL_TIMEOUT = 1800  # seconds: notebook 08 trains in one cell
 NAVIGATION_STYLE = "padding: 0.5em 1em; border-bottom: 1px solid #ccc; font-family: sans-serif"
+HIDDEN_TESTS = "### BEGIN HIDDEN TESTS"
+KEEP_RANDOM_STATE = "_random_state_before_hidden_tests = __import__('torch').random.get_rng_state()"
+RESTORE_RANDOM_STATE = (
+    "__import__('torch').random.set_rng_state(_random_state_before_hidden_tests)\ndel _random_state_before_hidden_tests"
+)
 
 
 def build(out: Path = OUT, only: list[str] | None = None) -> list[Path]:
@@ -61,27 +67,49 @@ def write_page(notebook: nbformat.NotebookNode, path: Path, before: Path | None,
 
 
 def with_a_full_run(assignment: str) -> nbformat.NotebookNode:
-    """The assignment's student version with the outputs of its solution run top to bottom, as a learner runs it.
-    Its test cells run as the student version has them, so no hidden test runs: their outputs are the visible
-    checks' own."""
+    """The assignment's student version with the outputs of its solution run top to bottom, as a learner runs it."""
+    run, student = to_run(assignment)
+    folder = {"metadata": {"path": str(SOLUTIONS / assignment)}}  # the kernel runs where the notebook lies
+    NotebookClient(run, timeout=CELL_TIMEOUT, kernel_name="python3", resources=folder).execute()
+    return with_outputs(student, run)
+
+
+def to_run(assignment: str) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
+    """The notebook whose run makes the assignment's page, and the student version the page shows.
+
+    The run is the solution notebook with each test cell as the student version has it, so its outputs are the
+    visible checks' own, and its hidden tests in a cell of their own after it. The check's run of the solutions
+    (tests/notebook_runs.py) proves them there. PyTorch's random state is kept across them, so every later cell
+    prints what it prints in a learner's run, which has no hidden test."""
     (solution_path,) = sorted((SOLUTIONS / assignment).glob("*.ipynb"))
-    solution = nbformat.read(solution_path, as_version=4)
+    run = nbformat.read(solution_path, as_version=4)
     student = nbformat.read(NOTEBOOKS / assignment / solution_path.name, as_version=4)
     visible = {cell.id: cell.source for cell in student.cells if is_test(cell)}
-    for cell in solution.cells:
-        cell.source = visible.get(cell.id, cell.source)
-    folder = {"metadata": {"path": str(solution_path.parent)}}  # the kernel runs where the notebook lies
-    NotebookClient(solution, timeout=CELL_TIMEOUT, kernel_name="python3", resources=folder).execute()
-    with_outputs(student, solution)
+    cells = []
+    for cell in run.cells:
+        cells.append(cell)
+        if is_test(cell):
+            hidden = cell.source.partition(HIDDEN_TESTS)[2]
+            cell.source = visible[cell.id]
+            cells.append(nbformat.v4.new_code_cell(f"{KEEP_RANDOM_STATE}\n{hidden}\n{RESTORE_RANDOM_STATE}"))
+            cells[-1].id = f"{cell.id}-hidden"
+    run.cells = cells
+    return run, student
+
+
+def with_outputs(student: nbformat.NotebookNode, run: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The student version with, in each code cell but an exercise's own, the outputs of its cell in the run, and
+    the cells that ran numbered in order, as a learner's run numbers them."""
+    ran = {cell.id: cell for cell in run.cells if cell.cell_type == "code"}
+    code = [cell for cell in student.cells if cell.cell_type == "code"]
+    for number, cell in enumerate(code, start=1):
+        if cell.id in ran and not is_answer(cell):
+            cell.outputs = ran[cell.id].outputs
+            for output in cell.outputs:
+                if output.output_type == "execute_result":
+                    output.execution_count = number
+        cell.execution_count = number
     return student
-
-
-def with_outputs(student: nbformat.NotebookNode, solution: nbformat.NotebookNode) -> None:
-    """Give each code cell of the student version, but an exercise's own, the outputs of its cell in the run."""
-    ran = {cell.id: cell for cell in solution.cells if cell.cell_type == "code"}
-    for cell in student.cells:
-        if cell.cell_type == "code" and cell.id in ran and not is_answer(cell):
-            cell.outputs, cell.execution_count = ran[cell.id].outputs, ran[cell.id].execution_count
 
 
 def title(path: Path) -> str:

@@ -26,22 +26,11 @@ import pytest
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
 import course
+from browsers import CHROMIUM_FLAGS, require_chromium
 
 REPO = Path(__file__).resolve().parents[2]
 RECORD = course.BROWSER_RECORD
 SOLUTION = "solutions/01_self_attention_averaging/01_self_attention_averaging.ipynb"
-# Headless without a sandbox (root in containers), and quiet on a closed network: without the last four
-# Chromium keeps trying to reach Google's services.
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SERVER_START_SECONDS = 120
 UI_TIMEOUT_MS = 60_000
 # Run All imports torch in a fresh kernel; on 2 shared cores under the rest of the check that takes a while.
@@ -56,23 +45,6 @@ class Lab:
 
     def address(self, path: str = "") -> str:
         return f"{self.url}/{path}?token={self.token}"
-
-
-def require_chromium() -> None:
-    """Skip only on the documented opt-out, never in CI; fail when Chromium is missing."""
-    if os.environ.get(course.SKIP_BROWSER) == "1":
-        if os.environ.get("CI"):
-            pytest.fail(f"{course.SKIP_BROWSER}=1 is set in CI, where the browser test must run.")
-        pytest.skip(
-            f"!! BROWSER TEST SKIPPED because {course.SKIP_BROWSER}=1: JupyterLab, nbgrader's extension and the "
-            "notebooks were NOT tried in a browser on this machine (see the README)."
-        )
-    if not course.CHROMIUM.exists():
-        pytest.fail(
-            f"Chromium is missing ({course.CHROMIUM}); `python3.11 course.py check` installs it with apt-get as root "
-            f"or with passwordless sudo. Otherwise run `sudo apt-get install {' '.join(course.CHROMIUM_PACKAGES)}`, "
-            f"or, where apt is not available, skip this test with {course.SKIP_BROWSER}=1 (see the README)."
-        )
 
 
 def course_copy(root: Path) -> Path:

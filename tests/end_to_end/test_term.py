@@ -20,7 +20,6 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 from playwright.sync_api import sync_playwright
-from test_browser import CHROMIUM_FLAGS, require_chromium
 
 import course
 from autograder import cli
@@ -28,6 +27,7 @@ from autograder.class_folder import ClassFolder
 from autograder.grading import Limits
 from autograder.repository import assignments, this_python_first
 from autograder.samples import samples
+from browsers import CHROMIUM_FLAGS, require_chromium
 from cores import grading_workers
 
 pytestmark = pytest.mark.grading

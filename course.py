@@ -200,6 +200,8 @@ def check(extra_args: list[str]) -> int:
     website built from that run (tests/notebook_runs.py), and the course in a browser. With --quick, for
     development: ruff, and the tests of QUICK_TESTS only (the checks and the kept wrong answers in this process, the
     helper package, the autograder's parts); no nbgrader, notebook or browser."""
+    from autograder.limits import FULL_RUN_CELL_TIMEOUT
+
     quick = "--quick" in extra_args
     extra_args = [arg for arg in extra_args if arg != "--quick"]
     if not quick:
@@ -214,7 +216,7 @@ def check(extra_args: list[str]) -> int:
             "-m",
             "pytest",
             *selection,
-            "--nbval-cell-timeout=1800",  # notebook 08 trains in one cell: ~1 min alone, far longer on a busy machine
+            f"--nbval-cell-timeout={FULL_RUN_CELL_TIMEOUT}",
             "-n",  # a worker per core (twice as many made the check slower: 16 min against 14)
             "auto",
             "--dist",

@@ -26,10 +26,10 @@ from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
 from autograder.cells import is_answer, is_test
+from autograder.limits import FULL_RUN_CELL_TIMEOUT
 from autograder.repository import NOTEBOOKS, REPO, SOLUTIONS, assignments
 
 OUT = REPO / ".course" / "book"
-CELL_TIMEOUT = 1800  # seconds: notebook 08 trains in one cell
 NAVIGATION_STYLE = "padding: 0.5em 1em; border-bottom: 1px solid #ccc; font-family: sans-serif"
 HIDDEN_TESTS = "### BEGIN HIDDEN TESTS"
 KEEP_RANDOM_STATE = "_random_state_before_hidden_tests = __import__('torch').random.get_rng_state()"
@@ -70,7 +70,7 @@ def with_a_full_run(assignment: str) -> nbformat.NotebookNode:
     """The assignment's student version with the outputs of its solution run top to bottom, as a learner runs it."""
     run, student = to_run(assignment)
     folder = {"metadata": {"path": str(SOLUTIONS / assignment)}}  # the kernel runs where the notebook lies
-    NotebookClient(run, timeout=CELL_TIMEOUT, kernel_name="python3", resources=folder).execute()
+    NotebookClient(run, timeout=FULL_RUN_CELL_TIMEOUT, kernel_name="python3", resources=folder).execute()
     return with_outputs(student, run)
 
 

@@ -54,9 +54,11 @@ ACCEPT_POLL = 0.05  # seconds between looks, while the judge waits for the kerne
 # How the kernel starts: the student's side of grading loaded (the checks import empty, ``serve_judge`` is there),
 # then ipykernel, except that a process the student's code forks (a fork bomb's copies of the kernel) gives up the
 # kernel's sockets at once and waits forever if it tries to send the kernel's messages: copies of the kernel would
-# otherwise answer nbgrader in its name and garble its channels. Waiting, a copy keeps its place under the process
-# limit, so the bomb runs out of places and stops, as in the sealed run (runner.stay_out_if_forked). The sandbox
-# ends them all with the kernel.
+# otherwise answer nbgrader in its name and garble its channels. A copy whose code fails waits too, before IPython
+# formats its traceback: a fork bomb's copies all fail once no place is left, and their formatting took a third of
+# the bomb sample's processor time (17 of 51 core-seconds), competing with the kernel's cells after the bomb. Waiting,
+# a copy keeps its place under the process limit, so the bomb runs out of places and stops, as in the sealed run
+# (runner.stay_out_if_forked). The sandbox ends them all with the kernel.
 KERNEL_START = f"""\
 import importlib.util, os, sys, time
 _spec = importlib.util.spec_from_file_location("_grading_student", {STUDENT_FILES[0]!r})
@@ -65,11 +67,13 @@ sys.modules[_spec.name] = _student
 _spec.loader.exec_module(_student)
 _student.hide_checks()
 import jupyter_client.session
+from IPython.core.interactiveshell import InteractiveShell
 def _wait_forever(*args, **kwargs):
     while True:
         time.sleep(3600)
 def _forked():
     jupyter_client.session.Session.send = _wait_forever
+    InteractiveShell.showtraceback = InteractiveShell.showsyntaxerror = _wait_forever
     for fd in map(int, os.listdir("/proc/self/fd")):
         try:
             kind = os.readlink(f"/proc/self/fd/{{fd}}")

@@ -43,6 +43,12 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_PACKAGES = ("chromium", "chromium-driver")
 SKIP_BROWSER = "COURSE_SKIP_BROWSER"  # =1: skip the browser test on machines without apt (see the README)
 BROWSER_RECORD = REPO / ".course" / "browser"  # the browser test's screenshots and logs, from its last run
+# The hub test (tests/end_to_end/test_hub.py) runs JupyterHub's proxy, configurable-http-proxy, from the npm registry,
+# installed here by the full check; Node.js and npm are Debian's.
+HUB_PROXY_PACKAGE = "configurable-http-proxy@5.3.0"
+HUB_PROXY_FOLDER = REPO / ".course" / "hub-proxy"
+HUB_PROXY = HUB_PROXY_FOLDER / "node_modules" / ".bin" / "configurable-http-proxy"
+NODE_PACKAGES = ("nodejs", "npm")
 # The grading sandbox (autograder/verification/sandbox.py) is Debian's bubblewrap; the grading tests run every
 # submission in it.
 BWRAP = Path("/usr/bin/bwrap")
@@ -124,9 +130,17 @@ def student_jupyter_config() -> dict[str, str]:
 def hub_environment(extra_args: list[str]) -> int:
     """Build the students' environment for a JupyterHub from this student release: a virtual environment at DIR
     with the course's pinned requirements, the release's helper package (installed, not linked: the release folder
-    may go) and the students' Jupyter settings. The hub's spawner starts each student's server from it."""
+    may go) and the students' Jupyter settings. The hub's spawner starts each student's server from it.
+
+    With --packages-from ENV, the third-party packages come from another environment of the same Python version (the
+    course's own .venv) instead of the package index: hard links where both lie on one disk, copies elsewhere; every
+    package of ENV but the course's own. For a hub machine without a network, and for the hub test."""
+    source = None
+    if len(extra_args) == 3 and extra_args[1] == "--packages-from":
+        source = Path(extra_args[2]).expanduser().resolve()
+        extra_args = extra_args[:1]
     if len(extra_args) != 1:
-        print("usage: python3.11 course.py hub-environment DIR")
+        print("usage: python3.11 course.py hub-environment DIR [--packages-from ENV]")
         return 2
     if (REPO / "solutions").is_dir():
         print(
@@ -137,14 +151,44 @@ def hub_environment(extra_args: list[str]) -> int:
         return 2
     target = Path(extra_args[0]).expanduser().resolve()
     print(f"Creating the students' environment in {target} ...", flush=True)
-    venv.create(target, with_pip=True)
-    pins = [line for line in REQUIREMENTS.read_text().splitlines() if line.strip() and not line.startswith(("#", "-e"))]
+    venv.create(target, with_pip=source is None)
     python = target / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", *pins, str(REPO)], check=True)
+    if source is None:
+        lines = REQUIREMENTS.read_text().splitlines()
+        pins = [line for line in lines if line.strip() and not line.startswith(("#", "-e"))]
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *pins, str(REPO)], check=True)
+    else:
+        link_packages(source, target)
+        install = [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", str(REPO)]
+        subprocess.run(install, check=True)
     shutil.copytree(STUDENT_JUPYTER_CONFIG, target / "etc" / "jupyter", dirs_exist_ok=True)
-    print(f"Done: start the students' servers with {target / 'bin' / 'jupyterhub-singleuser'} (install the")
-    print("jupyterhub package of your hub's version into it first) or point the hub's spawner at its Python.")
+    print(f"Done: the hub's spawner starts each student's server with `{python} -m jupyterhub.singleuser`; install")
+    print("the jupyterhub package of your hub's version into this environment first, unless ENV had it.")
     return 0
+
+
+def link_packages(source: Path, target: Path) -> None:
+    """Every package of the environment ``source`` into ``target`` (their modules, and the Jupyter extensions and
+    settings they bring in share/ and etc/), but the course's own: its editable install points into a repository,
+    whose helper package holds answers."""
+    python = f"python{sys.version_info.major}.{sys.version_info.minor}"
+
+    def link_or_copy(from_path: str, to_path: str) -> None:
+        try:
+            os.link(from_path, to_path)
+        except OSError:  # another disk
+            shutil.copy2(from_path, to_path)
+
+    for folder in (Path("lib") / python / "site-packages", Path("share"), Path("etc")):
+        for entry in (source / folder).iterdir() if (source / folder).is_dir() else []:
+            if entry.name.startswith(("transformer_course", "__editable__", "__pycache__")):
+                continue
+            destination = target / folder / entry.name
+            if entry.is_dir():
+                shutil.copytree(entry, destination, copy_function=link_or_copy, dirs_exist_ok=True, symlinks=True)
+            else:
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                link_or_copy(str(entry), str(destination))
 
 
 def apt_get() -> list[str] | None:
@@ -167,6 +211,13 @@ def ensure_system_packages() -> None:
         print(f"\n!! {SKIP_BROWSER}=1: the browser test will be skipped (see the README).", flush=True)
     elif not CHROMIUM.exists():
         missing += CHROMIUM_PACKAGES
+    if not HUB_PROXY.exists() and shutil.which("npm") is None:
+        missing += NODE_PACKAGES
+    install_system_packages(missing)
+    ensure_hub_proxy()
+
+
+def install_system_packages(missing: list[str]) -> None:
     if not missing:
         return
     apt = apt_get()
@@ -186,6 +237,20 @@ def ensure_system_packages() -> None:
         if subprocess.run([*apt, *step]).returncode != 0:
             print(f"!! apt-get {step[0]} failed; the checks that need {', '.join(missing)} will fail.", flush=True)
             return
+
+
+def ensure_hub_proxy() -> None:
+    """Install JupyterHub's proxy for the hub test from the npm registry, pinned, when it is missing."""
+    if HUB_PROXY.exists():
+        return
+    if shutil.which("npm") is None:
+        print("\n!! npm is missing: the hub test will fail without JupyterHub's proxy (`sudo apt-get install npm`).")
+        return
+    print(f"\nInstalling JupyterHub's proxy ({HUB_PROXY_PACKAGE}) from npm.", flush=True)
+    HUB_PROXY_FOLDER.mkdir(parents=True, exist_ok=True)
+    npm = ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(HUB_PROXY_FOLDER), HUB_PROXY_PACKAGE]
+    if subprocess.run(npm).returncode != 0:
+        print("!! npm install failed; the hub test will fail.", flush=True)
 
 
 # The tests of the course's parts that run in one process, in the folders of tests/ that hold them; the rest

@@ -60,6 +60,11 @@ c.GenerateFeedback.preprocessors = [
 # the import path.)
 c.ZipCollectApp.collector_plugin = "autograder.lms.NewestUpload"
 
+# From a hub's exchange, a submission counts only when the account it names handed it in: nbgrader's own collector
+# takes one that another student handed in under that name (autograder/exchange.py). Off for a class whose students
+# are identities of one account: c.ExchangeCollect.check_owner = False.
+c.ExchangeFactory.collect = "autograder.exchange.OwnSubmissionsOnly"
+
 # A notebook handed in after the due date loses a share of its score per started day late, at most all of it
 # (autograder/late_penalty.py). The share, 0.1 unless a class sets its own: c.PenaltyPerDayLate.fraction_per_day.
 c.AssignLatePenalties.plugin_class = "autograder.late_penalty.PenaltyPerDayLate"

@@ -49,8 +49,9 @@ class OwnSubmissionsOnly(ExchangeCollect):
         return theirs[0]
 
     def made_by(self, record: dict) -> str:
-        """The account that owns a submission's folder."""
-        uid = os.stat(os.path.join(self.inbound_path, record["filename"])).st_uid
+        """The account that made a submission's folder: of a symbolic link, the link's own (another student's link
+        to an earlier folder of the student it names would otherwise pass for theirs)."""
+        uid = os.lstat(os.path.join(self.inbound_path, record["filename"])).st_uid
         try:
             return pwd.getpwuid(uid).pw_name
         except KeyError:

@@ -65,6 +65,15 @@ def test_a_student_with_only_forged_folders_has_nothing_collected(tmp_path, inbo
     assert chosen(tmp_path) == []
 
 
+def test_a_link_another_account_made_to_a_students_earlier_folder_is_left_out(tmp_path, inbound):
+    earlier = handed_in(inbound, ME, EARLIER, "earlier")
+    latest = handed_in(inbound, ME, LATER, "latest")
+    link = inbound / f"{ME}+a+2026-01-09 10:00:00.000000 UTC+link"  # the latest time of all
+    link.symlink_to(inbound / earlier)
+    os.lchown(link, ANOTHER_ACCOUNT, ANOTHER_ACCOUNT)
+    assert chosen(tmp_path) == [latest]
+
+
 def test_without_check_owner_it_collects_as_nbgrader_does(tmp_path, inbound):
     handed_in(inbound, ME, EARLIER, "own")
     forged = handed_in(inbound, ME, LATER, "forged", owner=ANOTHER_ACCOUNT)

@@ -11,12 +11,12 @@ import itertools
 
 import torch
 
-from ..reference import Decoder, DecoderLayer, EncoderLayer, FeedForward, LayerNorm
+from ..reference import Decoder, DecoderLayer, Encoder, EncoderLayer, FeedForward, LayerNorm
 from ..reference.nb10_gpt import GPTBlock, next_token_probabilities
 from . import pytorch_attention
 from .nb04 import real_positions, visible_to_causal_attention
 
-__all__ = [  # by notebook: 01, 02, 03, 04, 06, 07, 09, 10, 11, 12
+__all__ = [  # by notebook: 01, 02, 03, 04, 06, 07, 09, 10, 11, 12, 13
     "softmax",
     "attention_weights",
     "scaled_dot_product_attention",
@@ -40,6 +40,7 @@ __all__ = [  # by notebook: 01, 02, 03, 04, 06, 07, 09, 10, 11, 12
     "apply_rope",  # notebook 12
     "SwiGLU",  # notebook 12
     "grouped_query_attention",  # notebook 12
+    "EncoderForMaskedLM",  # notebook 13
 ]
 
 
@@ -172,3 +173,25 @@ class SwiGLU(torch.nn.Module):
 def grouped_query_attention(q, k, v, mask=None):
     """Notebook 12: PyTorch's attention, which shares each key/value head among its group of query heads."""
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+
+
+class EncoderForMaskedLM(torch.nn.Module):
+    """Notebook 13: BERT's encoder of the course's blocks, its head tied to the word embeddings."""
+
+    def __init__(self, vocab_size, max_len, d_model, num_heads, d_ff, num_layers):
+        super().__init__()
+        self.token_embedding = torch.nn.Embedding(vocab_size, d_model)
+        self.position_embedding = torch.nn.Embedding(max_len, d_model)
+        self.embedding_norm, self.head_norm = LayerNorm(d_model), LayerNorm(d_model)
+        self.encoder = Encoder(num_layers, d_model, num_heads, d_ff)
+        self.head_transform = torch.nn.Linear(d_model, d_model)
+        self.head_bias = torch.nn.Parameter(torch.zeros(vocab_size))
+
+    def encode(self, ids, padding_mask=None):
+        summed = self.token_embedding(ids) + self.position_embedding.weight[: ids.shape[1]]
+        keys = None if padding_mask is None else padding_mask.unsqueeze(-2)  # (batch, 1, seq)
+        return self.encoder(self.embedding_norm(summed), keys)
+
+    def forward(self, ids, padding_mask=None):
+        transformed = self.head_norm(torch.relu(self.head_transform(self.encode(ids, padding_mask))))
+        return torch.nn.functional.linear(transformed, self.token_embedding.weight, self.head_bias)

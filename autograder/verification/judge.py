@@ -38,6 +38,7 @@ STUDENT_FILES = tuple(str(HERE / name) for name in ("student.py", "wire.py", "pe
 
 # The special methods a lent object answers (len(cache), cache[i]): what a container does, nothing of its code.
 CONTAINER_PROTOCOL = frozenset({"__len__", "__getitem__", "__contains__"})
+HANDED_OVER = "_handed_over"  # the mark of transformer_course.checks.handed_over on each part of a module
 
 
 # Bytes the student's process may send the judge while one test runs: the judge keeps what arrives (mirrors of the
@@ -205,6 +206,8 @@ class Judge(peer.Peer):
         kind = value if isinstance(value, type) else type(value)
         if found["kind"] == "function" or not kind.__module__.startswith(("torch.", *peer.TRUSTED_MODULES)):
             found["name"] = ANONYMOUS.get(found["kind"], "object")
+        if found["kind"] == "module":
+            found["complete"] = runs_where_handed(value)
         return found
 
     def lent_for_call(self, objects: dict) -> list:
@@ -242,6 +245,21 @@ class TestRun:
         if self.interrupted:
             return "TimeoutError", "it ran longer than the time limit and was interrupted"
         return None if self.error is None else (self.error[0], self.error[1])
+
+
+def runs_where_handed(module) -> bool:
+    """Whether a module the judge passes runs in the student's process, as a copy of PyTorch's or a reference class
+    that only the learner's code there changes (a training loop's optimizer, its train()), or stays here, its
+    forward called across, its hooks seeing every call, what the learner does to it left on their side.
+
+    Here, unless a check handed it over (``transformer_course.checks.handed_over``: a whole module of the classes
+    both sides trust, without hooks), whatever its description says: the judge decides what runs where."""
+    if not module.__dict__.get(HANDED_OVER):
+        return False
+    hooked = any(getattr(module, f"_{kind}_hooks", None) for kind in ("forward", "forward_pre", "backward"))
+    state = {name: value for name, value in vars(module).items() if name not in peer.MODULE_INTERNALS}
+    plain = all(peer.is_plain(value, sys.modules["torch"]) for name, value in state.items() if "_hooks" not in name)
+    return plain and not hooked
 
 
 def course_imports(sources: list[str]) -> dict:

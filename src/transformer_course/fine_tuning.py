@@ -1,5 +1,5 @@
-"""Notebook 13's fine-tuning: a learner's SequenceClassifier trained on a few labelled paragraphs, from the pretrained
-encoder or from scratch, and scored on held-out ones.
+"""Notebook 13's fine-tuning: a learner's SequenceClassifier set up from the pretrained encoder or from scratch,
+the batches of a few labelled paragraphs that the learner's training loop reads, and the score on held-out ones.
 
 Both start from weights drawn as BERT draws them (``BertForSequenceClassification`` built under a seed, its weights
 copied in), not from the learner's own initialisation: the order in which a learner's ``__init__`` creates its
@@ -9,7 +9,6 @@ parts changes which random numbers each part gets, and the comparison must not d
 import os
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .data.manual_words import PAD
@@ -42,26 +41,16 @@ def bert_initialised(classifier: nn.Module, seed: int, from_pretrained: bool) ->
     return classifier
 
 
-def fine_tune(
-    classifier: nn.Module,
-    ids: torch.Tensor,
-    labels: torch.Tensor,
-    steps: int,
-    learning_rate: float,
-    batch_size: int = 16,
-    seed: int = 0,
-) -> nn.Module:
-    """Train every weight with AdamW on batches drawn from the labelled (ids, labels); returns it in eval mode."""
-    optimizer = torch.optim.AdamW(classifier.parameters(), lr=learning_rate, weight_decay=0.01)
+def labelled_batches(
+    ids: torch.Tensor, labels: torch.Tensor, steps: int, batch_size: int = 16, seed: int = 0
+) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """``steps`` batches of (ids, padding_mask, labels), each drawn at random from the labelled (ids, labels)."""
     generator = torch.Generator().manual_seed(seed)
-    classifier.train()
+    drawn = []
     for _ in range(steps):
         batch = torch.randperm(len(ids), generator=generator)[:batch_size]
-        loss = F.cross_entropy(classifier(ids[batch], ids[batch] != PAD), labels[batch])
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    return classifier.eval()
+        drawn.append((ids[batch], ids[batch] != PAD, labels[batch]))
+    return drawn
 
 
 @torch.no_grad()

@@ -16,16 +16,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .reference.pytorch_layers import norm_parameters
+
 WEIGHTS = Path(__file__).resolve().parent / "data" / "pretrained_encoder.pt"
 
 # BERT adds a learned "segment" vector to every position's embedding; with one segment it is one vector added
 # everywhere, which the notebook's model folds into its position embeddings.
 SEGMENT = "bert.embeddings.token_type_embeddings.weight"
-
-
-def norm_parameters(norm: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
-    """(gain, bias) of nn.LayerNorm (weight, bias) or of the course's LayerNorm (gain, bias)."""
-    return (norm.weight if hasattr(norm, "weight") else norm.gain), norm.bias
 
 
 def bert_names(model: nn.Module) -> dict[str, torch.Tensor]:

@@ -1,6 +1,6 @@
-"""The checks of notebook 13 (the masking, the encoder with its head, the masked loss, the classifier) accept the
-solutions and correct answers written in other ways, grade each exercise on its own, vary with their seed, and
-explain stubs.
+"""The checks of notebook 13 (the masking, the encoder with its head, the masked loss, the classifier, the
+fine-tuning loop) accept the solutions and correct answers written in other ways, grade each exercise on its own,
+vary with their seed, and explain stubs.
 
 (Kept wrong answers are rejected: tests/checks/test_wrong_answers.py; the solution notebook passes the checks when CI
 executes it.)
@@ -23,6 +23,7 @@ CHECKS = {
     "EncoderForMaskedLM": nb13.check_encoder_for_masked_lm,
     "masked_lm_loss": nb13.check_masked_lm_loss,
     "SequenceClassifier": nb13.check_sequence_classifier,
+    "fine_tune": nb13.check_fine_tune,
 }
 
 
@@ -119,6 +120,25 @@ class ClassifierWithSequential(nn.Module):
 EncoderForMaskedLM = stand_ins.EncoderForMaskedLM  # the classifier above finds it here, as in a notebook
 
 
+@torch.enable_grad()
+def fine_tune_another_way(classifier, batches, learning_rate, weight_decay=0.01):
+    """nn.CrossEntropyLoss, the model's own zero_grad after the forward (set_to_none=False), float(), a tuple."""
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.AdamW(
+        [p for p in classifier.parameters()], learning_rate, betas=(0.9, 0.999), weight_decay=weight_decay
+    )
+    losses = []
+    for step, (ids, padding_mask, labels) in enumerate(batches):
+        classifier.train(True)
+        scores = classifier(ids, padding_mask=padding_mask)
+        loss = criterion(scores, labels)
+        classifier.zero_grad(set_to_none=step % 2 == 0)
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    return tuple(losses)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize(
     ("check", "answer"),
@@ -128,8 +148,9 @@ EncoderForMaskedLM = stand_ins.EncoderForMaskedLM  # the classifier above finds 
         (nb13.check_encoder_for_masked_lm, EncoderWithPyTorchNorms),
         (nb13.check_masked_lm_loss, masked_lm_loss_by_hand),
         (nb13.check_sequence_classifier, ClassifierWithSequential),
+        (nb13.check_fine_tune, fine_tune_another_way),
     ],
-    ids=["bernoulli", "exact-count", "nn-layer-norm", "loss-by-hand", "tanh-module"],
+    ids=["bernoulli", "exact-count", "nn-layer-norm", "loss-by-hand", "tanh-module", "loop-another-way"],
 )
 def test_checks_accept_correct_answers_written_differently(check, answer, seed):
     check(answer, seed=seed)
@@ -142,6 +163,7 @@ def test_checks_accept_correct_answers_written_differently(check, answer, seed):
         (nb13.check_encoder_for_masked_lm, StubModule),
         (nb13.check_masked_lm_loss, raise_not_implemented),
         (nb13.check_sequence_classifier, StubModule),
+        (nb13.check_fine_tune, raise_not_implemented),
     ],
 )
 def test_a_stub_is_reported_as_not_implemented_yet(check, stub):
@@ -156,6 +178,7 @@ def test_a_stub_is_reported_as_not_implemented_yet(check, stub):
         (nb13.check_encoder_for_masked_lm, stand_ins.EncoderForMaskedLM),
         (nb13.check_masked_lm_loss, masked_lm_loss_by_hand),
         (nb13.check_sequence_classifier, ClassifierWithSequential),
+        (nb13.check_fine_tune, fine_tune_another_way),
     ],
 )
 def test_every_hidden_test_gives_other_inputs_than_the_visible_one(check, correct):

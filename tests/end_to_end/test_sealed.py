@@ -397,3 +397,23 @@ def test_what_the_judge_lends_shows_no_name_of_the_checks(tmp_path):
     cells.append(sealed_run.role("test", "test_answer", test))
     verdict = sealed_run.verify(cells, tmp_path, 60.0, Sandbox(), None)
     assert verdict.passed == {"test_answer"}, verdict.failure("test_answer")
+
+
+def test_a_module_the_judge_passes_runs_in_the_judge_unless_a_check_hands_it_over(tmp_path):
+    """The learner's code changes its copy of a module the judge passes; the judge's module runs its forward as the
+    judge made it. A module a check hands over (a training loop's classifier) runs in the student's process, with
+    what the learner's code did to it, and the judge's own stays as it was."""
+    cells = [sealed_run.role("course", "setup", "import torch\nfrom transformer_course.checks import handed_over")]
+    answer = "def zeroed_then_run(layer):\n    layer.weight.data.zero_()\n"
+    answer += "    return layer(torch.ones(1, 2)).sum().item()"
+    cells.append(sealed_run.role("student", "answer", answer))
+    test = (
+        "def ones():\n    layer = torch.nn.Linear(2, 1)\n    torch.nn.init.ones_(layer.weight)\n"
+        "    torch.nn.init.zeros_(layer.bias)\n    return layer\n"
+        "assert zeroed_then_run(ones()) == 2.0, 'the forward ran in the student process'\n"
+        "handed = handed_over(ones())\n"
+        "assert zeroed_then_run(handed) == 0.0, 'a module handed over ran in the judge'\n"
+        "assert handed.weight.sum().item() == 2.0, 'the learner changed the judge module'"
+    )
+    cells.append(sealed_run.role("test", "test_answer", test))
+    assert sealed_run.verify(cells, tmp_path, 60.0, Sandbox(), None).passed == {"test_answer"}

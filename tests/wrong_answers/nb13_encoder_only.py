@@ -402,3 +402,160 @@ class ClassifierOnTheLogits(nn.Module):
 
     def forward(self, ids, padding_mask=None):
         return self.classifier(torch.tanh(self.pooler(self.encoder(ids, padding_mask)[:, 0])))
+
+
+# Exercise 5: fine_tune -----------------------------------------------------------------------------------
+
+
+@wrong_answer("fine_tune", message="call classifier.train()")
+def fine_tune_in_evaluation_mode(classifier, batches, learning_rate, weight_decay=0.01):
+    optimizer = torch.optim.AdamW(classifier.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    losses = []
+    for ids, padding_mask, labels in batches:
+        loss = F.cross_entropy(classifier(ids, padding_mask), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+@wrong_answer("fine_tune", message="loss.backward() accumulates into .grad")
+def fine_tune_without_zero_grad(classifier, batches, learning_rate, weight_decay=0.01):
+    optimizer = torch.optim.AdamW(classifier.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    classifier.train()
+    losses = []
+    for ids, padding_mask, labels in batches:
+        loss = F.cross_entropy(classifier(ids, padding_mask), labels)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+@wrong_answer("fine_tune", message="never changes the weights")
+def fine_tune_zeroing_before_the_step(classifier, batches, learning_rate, weight_decay=0.01):
+    optimizer = torch.optim.AdamW(classifier.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    classifier.train()
+    losses = []
+    for ids, padding_mask, labels in batches:
+        loss = F.cross_entropy(classifier(ids, padding_mask), labels)
+        loss.backward()
+        optimizer.zero_grad()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+@wrong_answer("fine_tune", message="makes a new optimizer at every step")
+def fine_tune_with_an_optimizer_per_step(classifier, batches, learning_rate, weight_decay=0.01):
+    classifier.train()
+    losses = []
+    for ids, padding_mask, labels in batches:
+        optimizer = torch.optim.AdamW(classifier.parameters(), lr=learning_rate, weight_decay=weight_decay)
+        loss = F.cross_entropy(classifier(ids, padding_mask), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+@wrong_answer("fine_tune", message="use torch.optim.AdamW")
+def fine_tune_with_adam(classifier, batches, learning_rate, weight_decay=0.01):
+    optimizer = torch.optim.Adam(classifier.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    classifier.train()
+    losses = []
+    for ids, padding_mask, labels in batches:
+        loss = F.cross_entropy(classifier(ids, padding_mask), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+@wrong_answer("fine_tune", message="leaves out the weight decay")
+def fine_tune_without_weight_decay(classifier, batches, learning_rate, weight_decay=0.01):
+    optimizer = torch.optim.AdamW(classifier.parameters(), lr=learning_rate, weight_decay=0.0)
+    classifier.train()
+    losses = []
+    for ids, padding_mask, labels in batches:
+        loss = F.cross_entropy(classifier(ids, padding_mask), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+@wrong_answer("fine_tune", message="always decays by 0.01")
+def fine_tune_with_the_default_decay(classifier, batches, learning_rate, weight_decay=0.01):
+    optimizer = torch.optim.AdamW(classifier.parameters(), lr=learning_rate)
+    classifier.train()
+    losses = []
+    for ids, padding_mask, labels in batches:
+        loss = F.cross_entropy(classifier(ids, padding_mask), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+@wrong_answer("fine_tune", message="without the padding mask")
+def fine_tune_ignoring_the_padding(classifier, batches, learning_rate, weight_decay=0.01):
+    optimizer = torch.optim.AdamW(classifier.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    classifier.train()
+    losses = []
+    for ids, _padding_mask, labels in batches:
+        loss = F.cross_entropy(classifier(ids), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+@wrong_answer("fine_tune", message="clips the gradients")
+def fine_tune_clipping(classifier, batches, learning_rate, weight_decay=0.01):
+    optimizer = torch.optim.AdamW(classifier.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    classifier.train()
+    losses = []
+    for ids, padding_mask, labels in batches:
+        loss = F.cross_entropy(classifier(ids, padding_mask), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(classifier.parameters(), 1.0)
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+@wrong_answer("fine_tune", message="take loss.item()")
+def fine_tune_keeping_loss_tensors(classifier, batches, learning_rate, weight_decay=0.01):
+    optimizer = torch.optim.AdamW(classifier.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    classifier.train()
+    losses = []
+    for ids, padding_mask, labels in batches:
+        loss = F.cross_entropy(classifier(ids, padding_mask), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss)
+    return losses
+
+
+@wrong_answer("fine_tune", message="after its step's update")
+def fine_tune_losses_after_the_update(classifier, batches, learning_rate, weight_decay=0.01):
+    optimizer = torch.optim.AdamW(classifier.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    classifier.train()
+    losses = []
+    for ids, padding_mask, labels in batches:
+        loss = F.cross_entropy(classifier(ids, padding_mask), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        with torch.no_grad():
+            losses.append(F.cross_entropy(classifier(ids, padding_mask), labels).item())
+    return losses

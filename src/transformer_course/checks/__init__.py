@@ -393,6 +393,16 @@ def earlier_exercises_replaced(function: Callable, *names: str) -> Iterator[None
             yield
 
 
+def handed_over(module: nn.Module) -> nn.Module:
+    """Mark ``module`` (of PyTorch's classes or the reference ones, all of its parts) to be handed to the learner's
+    code as it is: in the autograder's student process a copy of it runs there, and what the learner's code does to
+    it (a training loop's steps) stays there; only what that code returns reaches the check. Without the mark, a
+    module the check passes runs in the judge. In one process the mark changes nothing."""
+    for part in module.modules():
+        part.__dict__["_handed_over"] = True  # read by autograder/verification/judge.py: runs_where_handed
+    return module
+
+
 def lender(function: Callable) -> Callable | None:
     """How the autograder's judge lends correct versions to a learner's code in the student's process, when
     ``function`` (or the object of a bound method) stands for such code there; None for code in this process."""

@@ -29,6 +29,7 @@ from transformers.generation.logits_process import (
 from transformers.models.gpt2.modeling_gpt2 import GPT2Block
 
 from ..reference.nb03_multi_head_attention import MultiHeadAttention
+from ..reference.pytorch_layers import norm_parameters
 from . import (
     CheckFailed,
     InputChangedInPlace,
@@ -86,12 +87,6 @@ def gpt2_config(vocab_size: int, block_size: int, d_model: int, num_heads: int, 
 
 
 # Reading a learner's modules ---------------------------------------------------------------------------------
-
-
-def norm_parameters(norm: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
-    """(gain, bias) of nn.LayerNorm (weight, bias) or of the course's LayerNorm (gain, bias)."""
-    gain = norm.weight if isinstance(norm, nn.LayerNorm) else norm.gain
-    return gain, norm.bias
 
 
 def mlp_linears(mlp: nn.Module, d_model: int) -> tuple[nn.Linear, nn.Linear] | None:

@@ -37,6 +37,7 @@ from . import (
     expect_differentiable,
     expect_tensor,
     global_seed,
+    handed_over,
     learner_facing,
     matches,
     passed,
@@ -44,6 +45,7 @@ from . import (
     seeded_randn,
     shape_of,
 )
+from .recordings import oracle
 
 IGNORED = -100  # the label of a position the loss leaves out: PyTorch's ignore_index and Hugging Face's convention
 
@@ -592,3 +594,187 @@ def _diagnose_classifier(twin, ids, padding_mask, logits, call: str) -> None:
             f"{call}(ids, padding_mask) does not pass the padding mask to the encoder: give it to "
             "self.encoder.encode, so that no position attends to the padding."
         )
+
+
+# Exercise 5 ---------------------------------------------------------------------------------------------
+
+# How a training loop can go wrong, each as the settings of ``_trajectory`` that reproduce it, with what to say.
+LOOP_MISTAKES = (
+    (
+        {"train": False},
+        "trains with dropout off: the check hands the classifier over in evaluation mode, as it is after an "
+        "evaluation, so call classifier.train() before the first step",
+    ),
+    (
+        {"zero_grad": False},
+        "adds each step's gradients to those of the steps before: loss.backward() accumulates into .grad, so "
+        "call optimizer.zero_grad() before every backward",
+    ),
+    (
+        {"update": False},
+        "never changes the weights: the optimizer's step must come after loss.backward() and before the next "
+        "zero_grad (zeroing between backward and step throws the gradients away)",
+    ),
+    (
+        {"once": False},
+        "makes a new optimizer at every step, which forgets AdamW's running averages of the gradients: make it "
+        "once, before the loop",
+    ),
+    ({"optimizer": "Adam"}, "uses torch.optim.Adam, whose weight_decay adds to the gradient: use torch.optim.AdamW"),
+    ({"optimizer": "SGD"}, "uses plain SGD: the exercise asks for torch.optim.AdamW"),
+    ({"decay": 0.0}, "leaves out the weight decay: give AdamW weight_decay=weight_decay"),
+    ({"decay": 0.01}, "always decays by 0.01: give AdamW the weight_decay argument"),
+    ({"lr": 1e-3}, "uses AdamW's default learning rate, 0.001: give it lr=learning_rate"),
+    (
+        {"mask": False},
+        "calls the classifier without the padding mask, so padding counts as words: classifier(ids, padding_mask)",
+    ),
+    ({"clip": 1.0}, "clips the gradients' norm: this loop trains without clipping"),
+    (
+        {"after": True},
+        "reports each batch's loss after its step's update: keep loss.item() of the loss you backpropagated, the "
+        "one computed before optimizer.step()",
+    ),
+)
+
+
+LOOP_DROPOUT = 0.3  # the classifier's dropout: a loop left in evaluation mode scores other losses
+
+
+def _loop_case(seed: int, num_labels: int, steps: int) -> tuple[nn.Module, list]:
+    """A small classifier with dropout, in evaluation mode, and ``steps`` padded batches of (ids, padding_mask,
+    labels) of varying sizes."""
+    from ..reference.bag_of_words import BagOfWordsClassifier
+
+    with global_seed(seed):
+        classifier = BagOfWordsClassifier(31, 8, num_labels, dropout=LOOP_DROPOUT)
+    generator = torch.Generator().manual_seed(seed + 1)
+    batches = []
+    for step in range(steps):
+        batch, seq = 3 + (step + seed) % 3, 5 + step % 2
+        ids = torch.randint(1, 31, (batch, seq), generator=generator)
+        lengths = torch.randint(2, seq + 1, (batch,), generator=generator)
+        lengths[0] = 2  # every batch holds padding
+        padding_mask = torch.arange(seq) < lengths[:, None]  # (batch, seq)
+        labels = torch.randint(num_labels, (batch,), generator=generator)
+        batches.append((ids.masked_fill(~padding_mask, 0), padding_mask, labels))
+    return handed_over(classifier.eval()), batches  # it trains where the learner's loop runs
+
+
+@oracle
+def training_losses(
+    weights: dict[str, torch.Tensor], batches: list, seed: int, lr: float, decay: float, mistake: dict | None = None
+) -> torch.Tensor:
+    """The losses of a training loop on the small classifier holding ``weights``, its dropout drawn from ``seed``: a
+    right one (torch.optim.AdamW, learning rate ``lr``, weight decay ``decay``), or one with a ``mistake`` of
+    LOOP_MISTAKES."""
+    from ..reference.bag_of_words import BagOfWordsClassifier
+
+    mistake = mistake or {}
+    settings = {"lr": lr, "decay": decay, "optimizer": "AdamW"} | mistake
+    (vocab, width), labels = weights["embedding.weight"].shape, weights["output.weight"].shape[0]
+    with torch.random.fork_rng(devices=[]):  # building it draws weights that are then replaced
+        model = BagOfWordsClassifier(vocab, width, labels, dropout=LOOP_DROPOUT)
+    model.load_state_dict(weights)
+    optimizers = {"AdamW": torch.optim.AdamW, "Adam": torch.optim.Adam, "SGD": torch.optim.SGD}
+
+    def optimizer():
+        kind = optimizers[settings["optimizer"]]
+        return kind(model.parameters(), lr=settings["lr"], weight_decay=settings["decay"])
+
+    losses = []
+    with global_seed(seed):
+        model.train(mistake.get("train", True))
+        made = optimizer()
+        for ids, padding_mask, targets in batches:
+            made = made if mistake.get("once", True) else optimizer()
+            loss = F.cross_entropy(model(ids, padding_mask if mistake.get("mask", True) else None), targets)
+            if mistake.get("zero_grad", True):
+                made.zero_grad()
+            loss.backward()
+            if "clip" in mistake:
+                nn.utils.clip_grad_norm_(model.parameters(), mistake["clip"])
+            if mistake.get("update", True):
+                made.step()
+            if mistake.get("after"):
+                with torch.no_grad():
+                    loss = F.cross_entropy(model(ids, padding_mask), targets)
+            losses.append(loss.item())
+    return torch.tensor(losses, dtype=torch.float64)
+
+
+@learner_facing
+def check_fine_tune(fine_tune, seed: int = 0) -> None:
+    """Compare the losses the learner's loop reports with those of torch.optim.AdamW run on a copy of the same
+    classifier, its dropout drawn from the same seed, on padded batches: once with the default weight decay and once
+    with a larger one, which shows whether it is used."""
+    cases = ((3, 4, 0.05, None), (2 + seed, 5 + seed, 0.02 + 0.01 * seed, 0.3 + 0.1 * seed))
+    for index, (num_labels, steps, learning_rate, weight_decay) in enumerate(cases):
+        case_seed = seed + 10 * index
+        classifier, batches = _loop_case(case_seed, num_labels, steps)
+        options = {} if weight_decay is None else {"weight_decay": weight_decay}
+        shown = "".join(f", weight_decay={value}" for value in options.values())
+        call = f"fine_tune(classifier, {steps} batches, {learning_rate}{shown})"
+        decay = options.get("weight_decay", 0.01)
+        # A copy of the weights before the learner's loop trains the classifier (in place, in one process)
+        weights = {name: value.detach().clone() for name, value in classifier.state_dict().items()}
+        expected = training_losses(weights, batches, case_seed, learning_rate, decay)
+        with global_seed(case_seed):  # the dropout's draws: the same as the oracle's
+            result = call_learner(fine_tune, classifier, batches, learning_rate, **options, call=call)
+        losses = _reported_losses(result)
+        if losses is None or len(losses) != steps:
+            raise CheckFailed(
+                f"{call} must return a list of {steps} floats, one loss per batch (loss.item(), taken before that "
+                f"step's update); got {_described(result)}."
+            )
+        if not _same_losses(losses, expected):
+            _diagnose_loop(losses, weights, batches, case_seed, learning_rate, decay, call)
+            step = next(step for step in range(steps) if not _same_losses(losses[step], expected[step]))
+            raise CheckFailed(
+                f"{call}: the loss of step {step + 1} is {losses[step]:.6f}, where torch.optim.AdamW on a copy of the "
+                f"classifier gives {expected[step]:.6f} (losses {_listed(losses)} against {_listed(expected)}). "
+                + (
+                    "The first loss already differs: it is F.cross_entropy(classifier(ids, padding_mask), labels), "
+                    "the mean over the batch, in training mode."
+                    if step == 0
+                    else "The first losses agree, so the update differs."
+                )
+            )
+    passed("fine_tune", "each step's loss is AdamW's on the same batches, dropout and weight decay included")
+
+
+def _reported_losses(result) -> torch.Tensor | None:
+    """The learner's losses as a tensor, or None when they are not a list (or tuple) of plain numbers."""
+    if not isinstance(result, list | tuple) or not all(
+        isinstance(loss, float | int) and not isinstance(loss, bool) for loss in result
+    ):
+        return None
+    return torch.tensor([float(loss) for loss in result], dtype=torch.float64)
+
+
+def _described(result) -> str:
+    if isinstance(result, list | tuple) and any(isinstance(loss, torch.Tensor) for loss in result):
+        return (
+            "tensors: take loss.item(), a Python float, since a loss tensor keeps its step's whole graph in memory "
+            "for as long as the list lives"
+        )
+    if isinstance(result, list | tuple):
+        return f"{type(result).__name__} of {len(result)} items"
+    return type(result).__name__
+
+
+def _same_losses(losses: torch.Tensor, expected: torch.Tensor) -> bool:
+    return losses.shape == expected.shape and torch.allclose(losses, expected, rtol=1e-4, atol=1e-5)
+
+
+def _listed(losses: torch.Tensor) -> str:
+    return "[" + ", ".join(f"{loss:.4f}" for loss in losses.tolist()) + "]"
+
+
+def _diagnose_loop(losses, weights: dict, batches: list, seed: int, lr: float, decay: float, call: str) -> None:
+    given = {"lr": lr, "decay": decay}
+    for mistake, explained in LOOP_MISTAKES:
+        if all(given.get(key, object()) == value for key, value in mistake.items()):
+            continue  # with these arguments, the "mistake" is the right loop
+        if _same_losses(losses, training_losses(weights, batches, seed, lr, decay, mistake)):
+            raise CheckFailed(f"{call} {explained}.")

@@ -13,6 +13,7 @@ __all__ = [
     "decoder_layer_parameters",
     "encoder_layer_parameters",
     "norm_and_feed_forward_parameters",
+    "norm_parameters",
     "pytorch_mask",
     "pytorch_masks",
     "sharing_parameters",
@@ -56,6 +57,11 @@ def sharing_parameters(template: nn.Module, parameters: dict[str, nn.Parameter])
         owner, _, attribute = name.rpartition(".")
         setattr(template.get_submodule(owner), attribute, parameter)
     return template
+
+
+def norm_parameters(norm: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+    """(gain, bias) of a layer norm: nn.LayerNorm's (weight, bias) or the course's LayerNorm's (gain, bias)."""
+    return (norm.weight if hasattr(norm, "weight") else norm.gain), norm.bias
 
 
 def norm_and_feed_forward_parameters(layer: nn.Module) -> dict[str, torch.Tensor]:

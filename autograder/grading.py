@@ -23,12 +23,14 @@ reserves far more address space than it uses, so RLIMIT_AS would have to be set 
 notebook 07 autogrades under a 512 MiB data limit, and needs about 1.5 GiB of address space).
 """
 
+import ast
 import contextlib
 import functools
 import json
 import math
 import os
 import shutil
+import sys
 import tempfile
 import time
 import warnings
@@ -204,8 +206,37 @@ def autograde(root: Path, pairs: list[tuple[str, str]], limits: Limits, progress
         outcomes, broken = run_jobs(jobs, limits, progress)
         if broken:  # a worker process died (not a kernel: those are its children); grade the rest again
             retried, still_broken = run_jobs(broken, limits, progress)
-            outcomes += retried + [failed(job, "its grading process died twice") for job in still_broken]
+            reason = "its grading process died twice" + _unguarded_script_explained()
+            outcomes += retried + [failed(job, reason) for job in still_broken]
     return sorted(outcomes, key=lambda outcome: (outcome.assignment, outcome.student))
+
+
+def _unguarded_script_explained() -> str:
+    """Why every worker may have died, when the program that grades is a script without a main guard: a worker
+    starts by importing that script (the "spawn" start), which then grades again instead of taking its job."""
+    script = getattr(sys.modules.get("__main__"), "__file__", None)
+    if script is None or not Path(script).is_file() or has_main_guard(Path(script).read_text(encoding="utf-8")):
+        return ""
+    return (
+        f" (likely cause: each grading process starts by importing {script}, which grades again as it is "
+        'imported; put the grading under `if __name__ == "__main__":`)'
+    )
+
+
+def has_main_guard(source: str) -> bool:
+    """Whether a script's top level holds ``if __name__ == "__main__":`` (either way round)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return True  # not a script this program could have run: claim nothing
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.comparators) == 1:
+            sides = [node.test.left, node.test.comparators[0]]
+            names = {side.id for side in sides if isinstance(side, ast.Name)}
+            values = {side.value for side in sides if isinstance(side, ast.Constant)}
+            if names == {"__name__"} and values == {"__main__"}:
+                return True
+    return False
 
 
 def run_jobs(jobs: list[Job], limits: Limits, progress) -> tuple[list[Outcome], list[Job]]:

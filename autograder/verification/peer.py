@@ -491,7 +491,9 @@ class Peer:
             "kind": "module",
             "name": kind.__name__,
             "class": f"{kind.__module__}:{kind.__qualname__}" if trusted else None,
-            "complete": len(attributes) == len(state),  # all of its state is plain: a copy here can run here
+            # All of its state is plain, so a copy there could run there. PyTorch's own hook settings
+            # (_forward_hooks_always_called) are not plain: only Judge.info makes the judge's modules complete.
+            "complete": len(attributes) == len(state),
             "training": bool(module.training),
             "forward": parameters_of(module.forward),  # a check names the inputs by it
             "parameters": parameters,
@@ -543,8 +545,9 @@ class Peer:
 
     def mirror(self, number: int, info: dict, infos: dict):
         """A module here for the other side's module: PyTorch's own class or the course's reference class where it
-        is one (its forward runs here, on the same parameters and settings), else a ``Mirror`` whose forward calls
-        the original."""
+        is one and its description says a copy can run here (its forward runs here, on the same parameters and
+        settings), else a ``Mirror`` whose forward calls the original. Of the judge's modules, only those a check
+        hands over are described so (``Judge.info``); the judge runs none of the student's (RUNS_DESCRIBED_MODULES)."""
         import torch
 
         trusted = trusted_class(info.get("class"))
